@@ -1,0 +1,187 @@
+"""The connector contract: what every channel produces and accepts.
+
+Connectors turn platform traffic into :class:`InboundEvent` objects keyed by a
+:class:`ThreadKey`, hand them to the gateway's intake (and acknowledge the platform only
+after the intake returns, which means the event is committed), and deliver rendered
+chunks with :meth:`Connector.send`, classifying failures into :class:`ErrorClass`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, Protocol, runtime_checkable
+
+ChatType = Literal["dm", "group", "channel", "thread"]
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadKey:
+    """Where a conversation lives on a platform. Built only by connectors.
+
+    ``thread_id`` is the Telegram forum topic, the Slack ``thread_ts`` or the Discord
+    thread id; ``None`` when the chat itself is the thread.
+    """
+
+    channel: str
+    chat_id: str
+    thread_id: str | None = None
+
+    def __str__(self) -> str:
+        suffix = f"/{self.thread_id}" if self.thread_id else ""
+        return f"{self.channel}:{self.chat_id}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    id: str
+    display_name: str
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with an inbound message, already downloaded to ``path``."""
+
+    name: str
+    path: str
+    mime_type: str | None = None
+    size: int = 0
+
+
+@dataclass(slots=True)
+class InboundEvent:
+    """One platform message, normalized.
+
+    ``event_id`` must be stable across platform redeliveries (Telegram ``update_id``,
+    Slack ``event_id``/message ts, Discord message id): the pipeline deduplicates on
+    ``(channel, event_id)``.
+    """
+
+    channel: str
+    event_id: str
+    thread_key: ThreadKey
+    chat_type: ChatType
+    sender: Sender
+    text: str
+    mentions_bot: bool = False
+    needs_reply: bool = True  # False: store for context only (a group message not addressed to the bot)
+    reply_to: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    platform_message_id: str | None = None
+    received_at: float = field(default_factory=time.time)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class ErrorClass(StrEnum):
+    """How a failed send must be treated by the outbox."""
+
+    PERMANENT = "permanent"  # stop and record; retrying cannot help
+    TRANSIENT = "transient"  # retry with backoff, honouring retry_after
+    AMBIGUOUS = "ambiguous"  # the request may have landed; never resend blindly
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    ok: bool
+    platform_message_id: str | None = None
+    error_class: ErrorClass | None = None
+    retry_after: float | None = None
+    error: str | None = None
+
+    @classmethod
+    def sent(cls, platform_message_id: str | None) -> SendResult:
+        return cls(ok=True, platform_message_id=platform_message_id)
+
+    @classmethod
+    def failed(
+        cls, error_class: ErrorClass, error: str, retry_after: float | None = None
+    ) -> SendResult:
+        return cls(ok=False, error_class=error_class, error=error, retry_after=retry_after)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedChunk:
+    """One platform message worth of output, plus its plain-text twin for fallback.
+
+    ``format`` names the markup of ``text``: ``"html"`` (Telegram), ``"mrkdwn"`` (Slack),
+    ``"markdown"`` (Discord, console) or ``"plain"``.
+    """
+
+    text: str
+    plain: str
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundChunk:
+    """A chunk the outbox asks a connector to deliver.
+
+    ``delivery_id`` is the outbox row id: unique per chunk, stable across retries.
+    """
+
+    delivery_id: int
+    thread: ThreadKey
+    chunk: RenderedChunk
+    reply_to: str | None = None
+
+
+class IntakeStatus(StrEnum):
+    ACCEPTED = "accepted"  # committed and queued for a turn
+    STORED = "stored"  # committed; no turn wanted (not addressed to the bot, command)
+    DUPLICATE = "duplicate"  # seen before; nothing changed
+    UNROUTED = "unrouted"  # committed, but no binding names a persona for it
+
+
+@dataclass(frozen=True, slots=True)
+class IntakeResult:
+    status: IntakeStatus
+    thread_id: int | None = None
+    message_id: int | None = None
+
+
+IntakeHandler = Callable[[InboundEvent], Awaitable[IntakeResult]]
+"""Commits an event. A connector acknowledges the platform only after this returns."""
+
+
+@dataclass(slots=True)
+class ConnectorHealth:
+    state: Literal["starting", "connected", "reconnecting", "failed", "stopped"] = "starting"
+    detail: str = ""
+    since: float = field(default_factory=time.time)
+
+    def set(self, state: str, detail: str = "") -> None:
+        if state != self.state or detail != self.detail:
+            self.state = state  # type: ignore[assignment]
+            self.detail = detail
+            self.since = time.time()
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """A channel: one configured platform account (``name`` is the config name)."""
+
+    name: str
+    health: ConnectorHealth
+
+    async def start(self, intake: IntakeHandler) -> None:
+        """Connect and begin delivering events to ``intake``. Returns once running;
+        raises :class:`ConnectorStartError` when the channel cannot start (bad token)."""
+
+    async def stop(self) -> None:
+        """Stop intake and close connections. Idempotent."""
+
+    def render(self, markdown: str) -> list[RenderedChunk]:
+        """Markdown -> platform chunks within the platform's limits."""
+
+    async def send(self, item: OutboundChunk) -> SendResult:
+        """Deliver one chunk. Never raises for platform errors: classify them."""
+
+    async def set_working(self, thread: ThreadKey, working: bool) -> None:
+        """Show or clear a typing/working indicator. Best effort; never raises."""
+
+
+class ConnectorStartError(Exception):
+    """A channel could not start; the message says why and how to fix it."""

@@ -1,0 +1,329 @@
+"""talon.yaml -> typed settings.
+
+``${VAR}`` is substituted from the environment and from ``.env`` beside the file (the
+environment wins). Every error names the key path and the fix, and all errors are
+reported together in one :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_CONFIG = "talon.yaml"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+
+
+class ConfigError(Exception):
+    """One or more problems in talon.yaml; ``problems`` lists them, each naming its key."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- providers
+
+
+class ProviderSettings(_Strict):
+    type: Literal["anthropic", "openai"]
+    api_key: str | None = None
+    base_url: str | None = None
+    timeout: float = Field(120.0, gt=0, description="seconds per model call")
+    max_retries: int = Field(3, ge=0, le=10, description="retries on 429/5xx/overloaded")
+
+
+# ---------------------------------------------------------------- channels
+
+
+class _ChatChannel(_Strict):
+    name: str = Field(pattern=_NAME)
+    allowed_users: list[str] = []
+    allowed_chats: list[str] = []
+    trigger_words: list[str] = []
+    require_mention: bool = True
+    allow_bots: bool = False
+    home_chat: str | None = None
+    max_attachment_bytes: int = Field(20_000_000, ge=0)
+
+    @field_validator("allowed_users", "allowed_chats", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        return value
+
+    @field_validator("home_chat", mode="before")
+    @classmethod
+    def _home_as_string(cls, value: Any) -> Any:
+        return None if value is None else str(value)
+
+
+class ConsoleChannel(_Strict):
+    name: str = Field(pattern=_NAME)
+    type: Literal["console"]
+    home_chat: str | None = "main"
+
+
+class TelegramChannel(_ChatChannel):
+    type: Literal["telegram"]
+    token: str
+    api_base_url: str | None = None
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = Field(8443, ge=1, le=65535)
+    poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
+    watchdog_seconds: float = Field(120.0, gt=0)
+
+
+class SlackChannel(_ChatChannel):
+    type: Literal["slack"]
+    bot_token: str
+    app_token: str | None = None
+    signing_secret: str | None = None
+    api_base_url: str | None = None
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(3000, ge=0, le=65535)
+    http_path: str = "/slack/events"
+
+
+class DiscordChannel(_ChatChannel):
+    type: Literal["discord"]
+    token: str
+    api_base_url: str | None = None
+    gateway_url: str | None = None
+
+
+ChannelSettings = Annotated[
+    ConsoleChannel | TelegramChannel | SlackChannel | DiscordChannel, Field(discriminator="type")
+]
+
+# The environment variable a user is told to set when a secret is empty.
+SECRET_HINTS: dict[tuple[str, str], str] = {
+    ("telegram", "token"): "TELEGRAM_BOT_TOKEN",
+    ("slack", "bot_token"): "SLACK_BOT_TOKEN",
+    ("slack", "app_token"): "SLACK_APP_TOKEN",
+    ("discord", "token"): "DISCORD_BOT_TOKEN",
+    ("anthropic", "api_key"): "ANTHROPIC_API_KEY",
+    ("openai", "api_key"): "OPENAI_API_KEY",
+}
+
+
+# ---------------------------------------------------------------- the rest
+
+
+class Binding(_Strict):
+    channel: str
+    persona: str = Field(pattern=_NAME)
+    chat: str | None = None
+
+    @field_validator("chat", mode="before")
+    @classmethod
+    def _chat_as_string(cls, value: Any) -> Any:
+        return None if value is None else str(value)
+
+
+class QueueSettings(_Strict):
+    workers: int = Field(8, ge=1, le=256, description="threads served in parallel")
+    max_attempts: int = Field(5, ge=1, le=100)
+    lease_seconds: float = Field(300.0, gt=0)
+    backoff_base: float = Field(2.0, gt=0, description="first retry delay, seconds")
+    backoff_max: float = Field(300.0, gt=0)
+
+
+class AgentSettings(_Strict):
+    max_turns: int = Field(12, ge=1, le=100, description="model calls per turn")
+    turn_timeout: float = Field(600.0, gt=0, description="seconds per turn")
+    context_tokens: int = Field(32_000, ge=1000, description="transcript budget per turn")
+    max_tokens: int = Field(4096, ge=16, description="max output tokens per model call")
+
+
+class OutboxSettings(_Strict):
+    max_attempts: int = Field(8, ge=1, le=100)
+    backoff_base: float = Field(1.0, gt=0)
+    backoff_max: float = Field(300.0, gt=0)
+
+
+class Settings(_Strict):
+    data_dir: Path = Path("data")
+    personas_dir: Path = Path("personas")
+    timezone: str = "UTC"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    shutdown_grace: float = Field(20.0, ge=0, description="seconds running turns get on stop")
+    providers: dict[str, ProviderSettings] = {}
+    channels: list[ChannelSettings] = []
+    bindings: list[Binding] = []
+    queue: QueueSettings = QueueSettings()
+    agent: AgentSettings = AgentSettings()
+    outbox: OutboxSettings = OutboxSettings()
+    # Where this file lives; relative paths above are resolved against it.
+    config_dir: Path = Field(Path("."), exclude=True)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown timezone {value!r}; use an IANA name such as UTC or Europe/Berlin") from None
+        return value
+
+    def channel(self, name: str) -> ChannelSettings | None:
+        return next((c for c in self.channels if c.name == name), None)
+
+    @property
+    def data_path(self) -> Path:
+        return (self.config_dir / self.data_dir).resolve()
+
+    @property
+    def personas_path(self) -> Path:
+        return (self.config_dir / self.personas_dir).resolve()
+
+    def secrets(self) -> list[str]:
+        """Every secret value in the config, for log redaction."""
+        values: list[str | None] = [p.api_key for p in self.providers.values()]
+        for ch in self.channels:
+            for key in ("token", "bot_token", "app_token", "signing_secret", "webhook_secret"):
+                values.append(getattr(ch, key, None))
+        return [v for v in values if v and len(v) >= 6 and v != "none"]
+
+
+# ---------------------------------------------------------------- loading
+
+
+def resolve_config_path(path: str | os.PathLike[str] | None) -> Path:
+    return Path(path or os.environ.get("TALON_CONFIG") or DEFAULT_CONFIG)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
+    """Read, substitute and validate talon.yaml; raise ConfigError listing every problem."""
+    file = resolve_config_path(path)
+    if not file.is_file():
+        raise ConfigError([f"{file}: no such config file; create one with `talon init DIR` or pass -c PATH"])
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{file}: not valid YAML: {exc}"]) from None
+    if not isinstance(raw, dict):
+        raise ConfigError([f"{file}: the top level must be a mapping of keys such as data_dir, channels"])
+    missing: dict[str, str] = {}
+    raw = substitute_env(raw, load_env(file.parent), missing)
+    raw["config_dir"] = file.parent.resolve()
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, raw, missing)) from None
+    problems = _cross_check(settings, missing)
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def substitute_env(raw: Any, env: dict[str, str], missing: dict[str, str]) -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}``; record unset variables by key path."""
+    return _substitute(raw, env, missing, "")
+
+
+def load_env(config_dir: Path) -> dict[str, str]:
+    """The environment for substitution: ``.env`` beside the config, overridden by os.environ."""
+    dotenv = {k: v for k, v in dotenv_values(config_dir / ".env").items() if v is not None}
+    return {**dotenv, **os.environ}
+
+
+def _substitute(node: Any, env: dict[str, str], missing: dict[str, str], path: str) -> Any:
+    if isinstance(node, dict):
+        return {k: _substitute(v, env, missing, _join(path, str(k))) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_substitute(v, env, missing, f"{path}[{i}]") for i, v in enumerate(node)]
+    if isinstance(node, str) and "${" in node:
+
+        def repl(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if env.get(name):
+                return env[name]
+            if default is not None:
+                return default
+            missing[path] = name
+            return ""
+
+        return _VAR.sub(repl, node)
+    return node
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
+    out = ""
+    node: Any = raw
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+        elif isinstance(node, dict) and part in node:
+            out = _join(out, str(part))
+            node = node[part]
+        elif isinstance(node, dict) and "type" in node and part == node.get("type"):
+            continue  # discriminated-union tag, not a key the user wrote
+        else:
+            out = _join(out, str(part))
+            node = None
+    return out or "(top level)"
+
+
+def _describe(exc: ValidationError, raw: dict[str, Any], missing: dict[str, str]) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        where = _loc(err["loc"], raw)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            problems.append(f"{where}: unknown key; remove it or check its spelling")
+        elif kind == "missing":
+            problems.append(f"{where}: required; add it")
+        elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
+            problems.append(
+                f"{where}.type: must be one of console, telegram, slack, discord"
+            )
+        elif where in missing:
+            problems.append(f"{where}: ${{{missing[where]}}} is not set; set {missing[where]} in .env or the environment")
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {msg}")
+    return problems
+
+
+def _cross_check(s: Settings, missing: dict[str, str]) -> list[str]:
+    problems: list[str] = []
+    names = [c.name for c in s.channels]
+    for i, ch in enumerate(s.channels):
+        if names.count(ch.name) > 1 and names.index(ch.name) != i:
+            problems.append(f"channels[{i}].name: {ch.name!r} is used twice; channel names must be unique")
+        for (ctype, key), var in SECRET_HINTS.items():
+            if ch.type == ctype and hasattr(ch, key) and not getattr(ch, key):
+                if key == "app_token":
+                    continue  # optional: without it Slack uses the HTTP Events API
+                problems.append(f"channels[{i}].{key}: empty; set {var} in .env or remove this channel")
+        if ch.type == "slack" and not ch.app_token and not ch.signing_secret:
+            problems.append(
+                f"channels[{i}]: Slack needs app_token (Socket Mode) or signing_secret (HTTP events); "
+                "set SLACK_APP_TOKEN in .env"
+            )
+    for i, b in enumerate(s.bindings):
+        if b.channel not in names:
+            problems.append(f"bindings[{i}].channel: no channel named {b.channel!r}; use one of {', '.join(names) or '(none)'}")
+    return problems

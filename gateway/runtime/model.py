@@ -1,0 +1,100 @@
+"""Provider-neutral types for talking to a model.
+
+The agent loop speaks only these types; each provider converts them to its SDK's shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: MCP-style name, description, JSON schema."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One transcript entry.
+
+    ``user``/``assistant`` carry text; an assistant message may also carry tool calls;
+    ``tool`` carries the result of the call named by ``tool_call_id``.
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    system: str
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 4096
+    timeout: float = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    stop_reason: str = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+
+
+TextDelta = Callable[[str], Awaitable[None]]
+"""Receives streamed text as it arrives (may be ignored)."""
+
+
+class ProviderError(Exception):
+    """A model call failed after the provider's own retries.
+
+    ``transient`` tells the queue whether retrying the turn later may help;
+    ``retry_after`` (seconds) is the provider's own hint when it gave one.
+    """
+
+    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.transient = transient
+        self.retry_after = retry_after
+
+
+class ModelProvider(Protocol):
+    """One configured provider (``providers.<name>`` in talon.yaml)."""
+
+    name: str
+
+    async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
+        """Run one model call (streaming), returning the whole response.
+
+        Retries 429/5xx/overloaded itself, honouring ``retry-after``; raises
+        :class:`ProviderError` when it gives up or the request is invalid.
+        """
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,48 @@
+"""What a host-tool handler receives and how it reports errors.
+
+A handler is ``async def handler(ctx: ToolContext, args: dict) -> Any``; its return value
+must be JSON-serializable. Raise :class:`ToolError` with a message the model can act on
+(what was wrong and what to send instead); any other exception is logged and reported to
+the model as an internal error without details.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from gateway.config import Settings
+    from gateway.store.db import Database
+
+
+class ToolError(Exception):
+    """An error the model should see verbatim."""
+
+
+class HostServices(Protocol):
+    """Daemon capabilities that tools reach through the context (wired by the daemon)."""
+
+    async def send_to_channel(
+        self, *, channel: str, markdown: str, origin_thread_id: int | None, persona: str | None,
+        chat_id: str | None = None, reply_to: str | None = None,
+    ) -> dict[str, Any]:
+        """Commit a Markdown message to the outbox of ``channel``; returns delivery info."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Who is calling: the run, its thread and persona, and the persona's labels."""
+
+    thread_id: int
+    persona: str
+    labels: tuple[str, ...]
+    db: Database
+    settings: Settings
+    services: HostServices | None = None
+    run_id: int | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
