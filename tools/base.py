@@ -46,3 +46,23 @@ class ToolContext:
 
 
 ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class HostTool:
+    """One host tool. Each tool module defines one ``TOOL``; ``tools.registry`` collects them.
+
+    ``prefix`` is the capability prefix a persona's label must carry (``channel.send`` for
+    ``channel.send:*``); several tools may share one (``persona.send``).
+    ``scope_arg`` names the argument whose value the label's scope restricts
+    (``channelId`` for ``channel.send:<name>``), or ``None`` when the scope is not an argument.
+    """
+
+    mcp_name: str
+    internal_name: str
+    prefix: str
+    description: str
+    input_schema: dict[str, Any]
+    handler: ToolHandler
+    timeout: float = 30.0
+    scope_arg: str | None = None
