@@ -156,6 +156,12 @@ class OutboxSettings(_Strict):
     backoff_max: float = Field(300.0, gt=0)
 
 
+class NetHttpSettings(_Strict):
+    allowed_domains: list[str] = Field([], description="global allowlist; empty = the label is the only gate")
+    allowed_private_hosts: list[str] = Field([], description="hosts/IPs allowed despite being private/loopback")
+    max_response_bytes: int = Field(1_000_000, ge=1)
+
+
 class Settings(_Strict):
     data_dir: Path = Path("data")
     personas_dir: Path = Path("personas")
@@ -168,6 +174,7 @@ class Settings(_Strict):
     queue: QueueSettings = QueueSettings()
     agent: AgentSettings = AgentSettings()
     outbox: OutboxSettings = OutboxSettings()
+    net_http: NetHttpSettings = NetHttpSettings()
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
 

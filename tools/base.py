@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from gateway.config import Settings
+    from gateway.personas import Persona
     from gateway.store.db import Database
 
 
@@ -36,8 +37,7 @@ class ToolContext:
     """Who is calling: the run, its thread and persona, and the persona's labels."""
 
     thread_id: int
-    persona: str
-    labels: tuple[str, ...]
+    persona: Persona  # persona.name, persona.capabilities (labels), persona.allowed_domains, ...
     db: Database
     settings: Settings
     services: HostServices | None = None

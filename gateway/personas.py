@@ -1,0 +1,159 @@
+"""Personas: ``personas/<name>/`` folders loaded into :class:`Persona` objects.
+
+A folder holds ``persona.yaml`` (model, description, capabilities, subagents,
+mcp_servers, net_http), ``system.md``, optional ``personality/*.md`` and optional
+``prompts/*.md`` (aliases for ``promptFile``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.config import ConfigError, Settings, load_env, substitute_env
+
+_ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class _PersonaNetHttp(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    allowed_domains: list[str] = []
+
+
+class PersonaFile(BaseModel):
+    """The schema of persona.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    description: str | None = None
+    capabilities: list[str] = []
+    subagents: list[str] = []
+    skills: list[str] = []
+    mcp_servers: dict[str, dict[str, Any]] = {}
+    net_http: _PersonaNetHttp = Field(default_factory=_PersonaNetHttp)
+    max_turns: int | None = Field(None, ge=1, le=100)
+    max_tokens: int | None = Field(None, ge=16)
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    name: str
+    provider: str
+    model: str
+    description: str | None
+    capabilities: tuple[str, ...]
+    system_prompt: str
+    path: Path
+    personality: tuple[str, ...] = ()
+    subagents: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    allowed_domains: tuple[str, ...] = ()
+    max_turns: int | None = None
+    max_tokens: int | None = None
+
+    def prompt_alias(self, alias: str) -> Path | None:
+        """``prompts/<alias>.md`` when alias is a plain basename that exists, else None."""
+        if not _ALIAS.match(alias) or ".." in alias:
+            return None
+        candidate = self.path / "prompts" / f"{alias.removesuffix('.md')}.md"
+        return candidate if candidate.is_file() else None
+
+    def card(self) -> dict[str, Any]:
+        """The A2A card: description is the first line of system.md, '#' stripped."""
+        first = next((line for line in self.system_prompt.splitlines() if line.strip()), "")
+        return {"name": self.name, "description": first.lstrip("#").strip() or None, "skills": list(self.skills)}
+
+
+def load_personas(settings: Settings) -> dict[str, Persona]:
+    """Load every persona folder; raise ConfigError listing all problems at once."""
+    root = settings.personas_path
+    problems: list[str] = []
+    personas: dict[str, Persona] = {}
+    if not root.is_dir():
+        raise ConfigError([f"personas_dir: {root} does not exist; create it or run `talon init`"])
+    env = load_env(settings.config_dir)
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        persona = _load_one(folder, settings, env, problems)
+        if persona:
+            personas[persona.name] = persona
+    for i, binding in enumerate(settings.bindings):
+        if binding.persona not in personas:
+            problems.append(
+                f"bindings[{i}].persona: no persona named {binding.persona!r} in {root}; "
+                f"create personas/{binding.persona}/ or use one of {', '.join(personas) or '(none)'}"
+            )
+    if problems:
+        raise ConfigError(problems)
+    return personas
+
+
+def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: list[str]) -> Persona | None:
+    where = f"personas/{folder.name}"
+    spec_file = folder / "persona.yaml"
+    if not spec_file.is_file():
+        problems.append(f"{where}/persona.yaml: missing; every persona folder needs one")
+        return None
+    try:
+        raw = yaml.safe_load(spec_file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        problems.append(f"{where}/persona.yaml: not valid YAML: {exc}")
+        return None
+    missing: dict[str, str] = {}
+    raw = substitute_env(raw, env, missing)
+    try:
+        spec = PersonaFile.model_validate(raw)
+    except ValidationError as exc:
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            fix = "remove it" if err["type"] == "extra_forbidden" else err["msg"]
+            problems.append(f"{where}/persona.yaml: {key}: {fix}")
+        return None
+    provider, _, model = spec.model.partition(":")
+    if not model or provider not in settings.providers:
+        problems.append(
+            f"{where}/persona.yaml: model: {spec.model!r} must be '<provider>:<model>' with a provider "
+            f"from talon.yaml ({', '.join(settings.providers) or 'none configured'})"
+        )
+        return None
+    prov = settings.providers[provider]
+    if prov.type == "anthropic" and not prov.api_key:
+        var = "ANTHROPIC_API_KEY" if provider == "anthropic" else f"the key for {provider}"
+        problems.append(
+            f"providers.{provider}.api_key: empty, but {where} uses it; set {var} in .env "
+            f"or point the persona at another provider"
+        )
+    from tools.capabilities import label_problem  # tools may not be imported at module load
+
+    for i, label in enumerate(spec.capabilities):
+        why = label_problem(label)
+        if why:
+            problems.append(f"{where}/persona.yaml: capabilities[{i}]: {why}")
+    system_file = folder / "system.md"
+    if not system_file.is_file():
+        problems.append(f"{where}/system.md: missing; write the persona's system prompt there")
+        return None
+    personality = tuple(
+        p.read_text(encoding="utf-8").strip() for p in sorted((folder / "personality").glob("*.md"))
+    )
+    return Persona(
+        name=folder.name,
+        provider=provider,
+        model=model,
+        description=spec.description,
+        capabilities=tuple(spec.capabilities),
+        system_prompt=system_file.read_text(encoding="utf-8").strip(),
+        path=folder,
+        personality=tuple(p for p in personality if p),
+        subagents=tuple(spec.subagents),
+        skills=tuple(spec.skills),
+        mcp_servers=spec.mcp_servers,
+        allowed_domains=tuple(spec.net_http.allowed_domains),
+        max_turns=spec.max_turns,
+        max_tokens=spec.max_tokens,
+    )
