@@ -70,6 +70,7 @@ class InboundEvent:
     needs_reply: bool = True  # False: store for context only (a group message not addressed to the bot)
     reply_to: str | None = None
     attachments: tuple[Attachment, ...] = ()
+    persona: str | None = None  # a persona the sender addressed explicitly (console --persona)
     platform_message_id: str | None = None
     received_at: float = field(default_factory=time.time)
     raw: dict[str, Any] = field(default_factory=dict)
@@ -96,9 +97,7 @@ class SendResult:
         return cls(ok=True, platform_message_id=platform_message_id)
 
     @classmethod
-    def failed(
-        cls, error_class: ErrorClass, error: str, retry_after: float | None = None
-    ) -> SendResult:
+    def failed(cls, error_class: ErrorClass, error: str, retry_after: float | None = None) -> SendResult:
         return cls(ok=False, error_class=error_class, error=error, retry_after=retry_after)
 
 

@@ -158,7 +158,9 @@ class OutboxSettings(_Strict):
 
 class NetHttpSettings(_Strict):
     allowed_domains: list[str] = Field([], description="global allowlist; empty = the label is the only gate")
-    allowed_private_hosts: list[str] = Field([], description="hosts/IPs allowed despite being private/loopback")
+    allowed_private_hosts: list[str] = Field(
+        [], description="hosts/IPs allowed despite being private/loopback"
+    )
     max_response_bytes: int = Field(1_000_000, ge=1)
 
 
@@ -186,7 +188,9 @@ class Settings(_Strict):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown timezone {value!r}; use an IANA name such as UTC or Europe/Berlin") from None
+            raise ValueError(
+                f"unknown timezone {value!r}; use an IANA name such as UTC or Europe/Berlin"
+            ) from None
         return value
 
     def channel(self, name: str) -> ChannelSettings | None:
@@ -303,11 +307,11 @@ def _describe(exc: ValidationError, raw: dict[str, Any], missing: dict[str, str]
         elif kind == "missing":
             problems.append(f"{where}: required; add it")
         elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
-            problems.append(
-                f"{where}.type: must be one of console, telegram, slack, discord"
-            )
+            problems.append(f"{where}.type: must be one of console, telegram, slack, discord")
         elif where in missing:
-            problems.append(f"{where}: ${{{missing[where]}}} is not set; set {missing[where]} in .env or the environment")
+            problems.append(
+                f"{where}: ${{{missing[where]}}} is not set; set {missing[where]} in .env or the environment"
+            )
         else:
             msg = err["msg"].removeprefix("Value error, ")
             problems.append(f"{where}: {msg}")
@@ -332,5 +336,7 @@ def _cross_check(s: Settings, missing: dict[str, str]) -> list[str]:
             )
     for i, b in enumerate(s.bindings):
         if b.channel not in names:
-            problems.append(f"bindings[{i}].channel: no channel named {b.channel!r}; use one of {', '.join(names) or '(none)'}")
+            problems.append(
+                f"bindings[{i}].channel: no channel named {b.channel!r}; use one of {', '.join(names) or '(none)'}"
+            )
     return problems

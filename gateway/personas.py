@@ -67,7 +67,11 @@ class Persona:
     def card(self) -> dict[str, Any]:
         """The A2A card: description is the first line of system.md, '#' stripped."""
         first = next((line for line in self.system_prompt.splitlines() if line.strip()), "")
-        return {"name": self.name, "description": first.lstrip("#").strip() or None, "skills": list(self.skills)}
+        return {
+            "name": self.name,
+            "description": first.lstrip("#").strip() or None,
+            "skills": list(self.skills),
+        }
 
 
 def load_personas(settings: Settings) -> dict[str, Persona]:

@@ -26,8 +26,14 @@ class HostServices(Protocol):
     """Daemon capabilities that tools reach through the context (wired by the daemon)."""
 
     async def send_to_channel(
-        self, *, channel: str, markdown: str, origin_thread_id: int | None, persona: str | None,
-        chat_id: str | None = None, reply_to: str | None = None,
+        self,
+        *,
+        channel: str,
+        markdown: str,
+        origin_thread_id: int | None,
+        persona: str | None,
+        chat_id: str | None = None,
+        reply_to: str | None = None,
     ) -> dict[str, Any]:
         """Commit a Markdown message to the outbox of ``channel``; returns delivery info."""
 

@@ -1,0 +1,105 @@
+"""The local console channel: ``talon chat`` talks to it over the daemon's control socket.
+
+Its "platform" is the gateway itself: a console thread is named by the user
+(``--thread``), deliveries are pushed to the clients attached to that thread, and the
+outbox keeps the history. Clients drop deliveries they already have (by delivery id),
+so a delivery interrupted by a crash can safely be repeated (``idempotent_send``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from connectors.base import (
+    ConnectorHealth,
+    InboundEvent,
+    IntakeHandler,
+    IntakeResult,
+    OutboundChunk,
+    RenderedChunk,
+    Sender,
+    SendResult,
+    ThreadKey,
+)
+
+Delivery = dict[str, Any]
+
+
+class ConsoleConnector:
+    idempotent_send = True
+
+    def __init__(self, name: str):
+        self.name = name
+        self.health = ConnectorHealth()
+        self._intake: IntakeHandler | None = None
+        self._listeners: defaultdict[str, set[asyncio.Queue[Delivery]]] = defaultdict(set)
+
+    async def start(self, intake: IntakeHandler) -> None:
+        self._intake = intake
+        self.health.set("connected")
+
+    async def stop(self) -> None:
+        self._intake = None
+        self.health.set("stopped")
+
+    def thread_key(self, thread: str) -> ThreadKey:
+        return ThreadKey(self.name, thread, None)
+
+    async def submit(
+        self,
+        thread: str,
+        text: str,
+        *,
+        event_id: str | None = None,
+        persona: str | None = None,
+        user: str | None = None,
+    ) -> IntakeResult:
+        """A line typed by the local user. ``event_id`` lets a client retry safely."""
+        if self._intake is None:
+            raise RuntimeError("console channel is not running")
+        who = user or getpass.getuser()
+        event = InboundEvent(
+            channel=self.name,
+            event_id=event_id or uuid.uuid4().hex,
+            thread_key=self.thread_key(thread),
+            chat_type="dm",
+            sender=Sender(id=f"local:{who}", display_name=who),
+            text=text,
+            persona=persona,
+        )
+        return await self._intake(event)
+
+    def render(self, markdown: str) -> list[RenderedChunk]:
+        from connectors.render import render_markdown
+
+        return render_markdown(markdown, "console")
+
+    async def send(self, item: OutboundChunk) -> SendResult:
+        delivery = {"type": "message", "id": item.delivery_id, "text": item.chunk.text}
+        for queue in self._listeners.get(item.thread.chat_id, ()):
+            queue.put_nowait(delivery)
+        return SendResult.sent(str(item.delivery_id))
+
+    async def set_working(self, thread: ThreadKey, working: bool) -> None:
+        for queue in self._listeners.get(thread.chat_id, ()):
+            queue.put_nowait({"type": "working", "on": working})
+
+    @contextmanager
+    def attach(
+        self, thread: str, queue: asyncio.Queue[Delivery] | None = None
+    ) -> Iterator[asyncio.Queue[Delivery]]:
+        """Receive this thread's deliveries (into ``queue`` when given) while the context is open."""
+        queue = queue if queue is not None else asyncio.Queue()
+        self._listeners[thread].add(queue)
+        try:
+            yield queue
+        finally:
+            self._listeners[thread].discard(queue)
+            if not self._listeners[thread]:
+                del self._listeners[thread]

@@ -1,0 +1,201 @@
+"""The control socket: newline-delimited JSON over a Unix socket in the data dir.
+
+Owner-only permissions on the socket (and the data dir) are the authentication. Used by
+``talon chat``, ``talon status`` and ``talon send``. Each request is one JSON object on
+one line; the server answers with one or more JSON lines, the last one carrying
+``"type": "done"`` or ``"type": "error"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from connectors.base import IntakeStatus
+from connectors.console import ConsoleConnector
+from gateway.events import EventBus
+
+log = logging.getLogger("talon.control")
+
+SOCKET_NAME = "control.sock"
+MAX_LINE = 1_000_000
+
+Reply = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ControlTarget(Protocol):
+    """What the control server needs from the running gateway."""
+
+    bus: EventBus
+
+    def console(self, name: str | None) -> ConsoleConnector | None: ...
+
+    async def status(self) -> dict[str, Any]: ...
+
+    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]: ...
+
+    async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
+        """Ops added by other parts (host tools); False when unknown."""
+
+
+class ControlServer:
+    def __init__(self, path: Path, target: ControlTarget):
+        self.path = path
+        self.target = target
+        self._server: asyncio.AbstractServer | None = None
+        self._clients: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        old_umask = os.umask(0o177)  # the socket is created 0600: only the owner may connect
+        try:
+            self._server = await asyncio.start_unix_server(self._client, path=str(self.path), limit=MAX_LINE)
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+
+    def stop_listening(self) -> None:
+        """No new clients; those connected keep their streams until :meth:`stop`."""
+        if self._server:
+            self._server.close()
+
+    async def stop(self) -> None:
+        if self._server:
+            self._server.close()
+            for task in list(self._clients):
+                task.cancel()
+            await asyncio.gather(*self._clients, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._clients.add(task)
+
+        async def reply(obj: dict[str, Any]) -> None:
+            writer.write(json.dumps(obj, default=str).encode() + b"\n")
+            await writer.drain()
+
+        try:
+            while line := await reader.readline():
+                try:
+                    request = json.loads(line)
+                    if not isinstance(request, dict):
+                        raise ValueError("a request is a JSON object")
+                except ValueError as exc:
+                    await reply({"type": "error", "error": f"malformed request: {exc}"})
+                    continue
+                try:
+                    await self._handle(request, reply)
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    raise
+                except Exception as exc:
+                    log.exception("control request %r failed", request.get("op"))
+                    await reply({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            self._clients.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _handle(self, req: dict[str, Any], reply: Reply) -> None:
+        op = req.get("op")
+        if op == "ping":
+            await reply({"type": "done", "pid": os.getpid()})
+        elif op == "status":
+            await reply({"type": "done", "status": await self.target.status()})
+        elif op == "chat":
+            await self._chat(req, reply)
+        elif op == "attach":
+            await self._attach(req, reply)
+        elif op == "send":
+            result = await self.target.send_notification(
+                str(req.get("channel")), req.get("chat"), str(req.get("text", ""))
+            )
+            await reply({"type": "done", **result})
+        elif not await self.target.handle_extra(req, reply):
+            await reply({"type": "error", "error": f"unknown op {op!r}"})
+
+    async def _chat(self, req: dict[str, Any], reply: Reply) -> None:
+        console = self.target.console(req.get("channel"))
+        if console is None:
+            await reply(
+                {
+                    "type": "error",
+                    "error": "no console channel is configured; add {name: console, type: console}",
+                }
+            )
+            return
+        text = str(req.get("text", "")).strip()
+        if not text:
+            await reply({"type": "error", "error": "empty message"})
+            return
+        thread = str(req.get("thread") or "main")
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        with console.attach(thread, inbox):
+            result = await console.submit(
+                thread, text, event_id=req.get("event_id"), persona=req.get("persona")
+            )
+            await reply(
+                {
+                    "type": "accepted",
+                    "status": result.status.value,
+                    "thread_id": result.thread_id,
+                    "message_id": result.message_id,
+                }
+            )
+            if result.status is IntakeStatus.UNROUTED:
+                await reply(
+                    {"type": "error", "error": "no persona is bound to the console channel; add a binding"}
+                )
+                return
+            if (
+                result.status is not IntakeStatus.ACCEPTED
+                or not req.get("wait", True)
+                or result.thread_id is None
+            ):
+                await reply({"type": "done", "status": result.status.value})
+                return
+            with self.target.bus.subscribe(result.thread_id, inbox):
+                await self._await_reply(result.message_id, inbox, reply)
+
+    async def _await_reply(
+        self, message_id: int | None, inbox: asyncio.Queue[dict[str, Any]], reply: Reply
+    ) -> None:
+        """Stream deliveries until the turn covering ``message_id`` ended and its reply arrived."""
+        seen: set[int] = set()
+        ended: dict[str, Any] | None = None
+        while ended is None or not set(ended.get("outbox", [])) <= seen:
+            item = await inbox.get()
+            kind = item.get("type")
+            if kind == "message":
+                seen.add(item["id"])
+                await reply(item)
+            elif kind == "working":
+                await reply(item)
+            elif kind == "turn_ended" and message_id in item.get("messages", []):
+                ended = item
+        await reply({"type": "done", "status": ended["status"], "error": ended.get("error")})
+
+    async def _attach(self, req: dict[str, Any], reply: Reply) -> None:
+        console = self.target.console(req.get("channel"))
+        if console is None:
+            await reply({"type": "error", "error": "no console channel is configured"})
+            return
+        with console.attach(str(req.get("thread") or "main")) as deliveries:
+            await reply({"type": "attached"})
+            while True:
+                await reply(await deliveries.get())

@@ -1,0 +1,312 @@
+"""Wires the parts together; owns the start and stop order.
+
+Start: lock the data dir -> database (migrations) -> providers -> outbox recovery ->
+queue -> connectors (each may fail alone) -> control socket -> ready.
+Stop: control socket -> connectors (no new intake) -> running turns get the grace period
+-> outbox flush -> close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from connectors.base import (
+    Connector,
+    ConnectorStartError,
+    InboundEvent,
+    IntakeResult,
+    IntakeStatus,
+    ThreadKey,
+)
+from connectors.console import ConsoleConnector
+from gateway.config import ChannelSettings, Settings
+from gateway.control import SOCKET_NAME, ControlServer, Reply
+from gateway.events import EventBus
+from gateway.notify import NotifyError, post_to_channel
+from gateway.outbox import Outbox
+from gateway.personas import Persona, load_personas
+from gateway.pipeline import Bindings, Pipeline, command_of
+from gateway.queue import TurnQueue, dead_letters
+from gateway.runtime.model import ModelProvider
+from gateway.store.db import DB_FILE, Database, open_database
+from gateway.turns import TurnRunner
+
+log = logging.getLogger("talon.daemon")
+
+LOCK_FILE = "talon.lock"
+
+
+class AlreadyRunningError(Exception):
+    pass
+
+
+class ShuttingDownError(Exception):
+    """Raised to connectors during shutdown: do not acknowledge the event."""
+
+
+class DataDirLock:
+    """An exclusive lock on the data dir: a second daemon on it is refused."""
+
+    def __init__(self, data_dir: Path):
+        self.path = data_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise AlreadyRunningError(
+                f"another Talon daemon (pid {holder}) is using {self.path.parent}; stop it first "
+                "or give this one its own data_dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def prepare_data_dir(settings: Settings) -> Path:
+    data = settings.data_path
+    data.mkdir(parents=True, exist_ok=True)
+    os.chmod(data, 0o700)  # the control and bridge sockets inside rely on this
+    return data
+
+
+def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:
+    """Import only the platform libraries that are configured: start-up stays fast."""
+    if settings.type == "console":
+        return ConsoleConnector(settings.name)
+    if settings.type == "telegram":
+        from connectors.telegram import TelegramConnector
+
+        return TelegramConnector(settings, files_dir=files_dir)
+    if settings.type == "slack":
+        from connectors.slack import SlackConnector
+
+        return SlackConnector(settings, files_dir=files_dir)
+    from connectors.discord_bot import DiscordConnector
+
+    return DiscordConnector(settings, files_dir=files_dir)
+
+
+class Gateway:
+    """The running daemon."""
+
+    def __init__(self, settings: Settings, personas: dict[str, Persona]):
+        self.settings = settings
+        self.personas = personas
+        self.bus = EventBus()
+        self.bindings = Bindings(settings.bindings, personas)
+        self.connectors: dict[str, Connector] = {}
+        self.providers: dict[str, ModelProvider] = {}
+        self.db: Database | None = None
+        self.started_at = time.time()
+        self._lock = DataDirLock(prepare_data_dir(settings))
+        self._control: ControlServer | None = None
+        self._stopped = asyncio.Event()
+        self._accepting = True
+
+    # ------------------------------------------------------------ start
+
+    async def start(self) -> None:
+        data = self.settings.data_path
+        self._lock.acquire()
+        try:
+            await self._start_core(data)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _start_core(self, data: Path) -> None:
+        from gateway.runtime.providers import build_provider
+
+        self.db = await open_database(data / DB_FILE)
+        self.providers = {name: build_provider(name, p) for name, p in self.settings.providers.items()}
+        for ch in self.settings.channels:
+            self.connectors[ch.name] = build_connector(ch, data / "files")
+        self.outbox = Outbox(self.db, self.connectors, self.settings.outbox)
+        self.turns = TurnRunner(
+            db=self.db,
+            settings=self.settings,
+            personas=self.personas,
+            providers=self.providers,
+            connectors=self.connectors,
+            outbox=self.outbox,
+            bus=self.bus,
+        )
+        self.queue = TurnQueue(self.db, self.settings.queue, self.turns)
+        self.pipeline = Pipeline(self.db, self.bindings, on_queued=self.queue.notify)
+        await self.outbox.recover()
+        await self.queue.start()
+        await asyncio.gather(*(self._start_connector(c) for c in self.connectors.values()))
+        self._control = ControlServer(data / SOCKET_NAME, self)
+        await self._control.start()
+        log.info(
+            "talon ready: %d channels, %d personas, data in %s",
+            len(self.connectors),
+            len(self.personas),
+            data,
+        )
+
+    async def _start_connector(self, connector: Connector) -> None:
+        try:
+            await connector.start(self.intake)
+        except ConnectorStartError as exc:
+            connector.health.set("failed", str(exc))
+            log.error("channel %s did not start: %s", connector.name, exc)
+        except Exception as exc:
+            connector.health.set("failed", f"{type(exc).__name__}: {exc}")
+            log.exception("channel %s did not start", connector.name)
+
+    # ------------------------------------------------------------ intake
+
+    async def intake(self, event: InboundEvent) -> IntakeResult:
+        if not self._accepting:
+            # Not acknowledged, so the platform delivers it again after the restart.
+            raise ShuttingDownError("the gateway is stopping")
+        result = await self.pipeline.ingest(event)
+        if result.status is IntakeStatus.STORED and result.thread_id is not None:
+            command = command_of(event.text)
+            if command:
+                await self._command(command, result)
+        return result
+
+    async def _command(self, command: str, result: IntakeResult) -> None:
+        assert self.db is not None and result.thread_id is not None
+        if command == "/stop":
+            if not self.queue.cancel(result.thread_id):
+                await self.turns.post_notice(result.thread_id, "Nothing is running.")
+        elif command == "/new":
+            await self.db.execute(
+                "UPDATE threads SET context_from = ? WHERE id = ?", (result.message_id, result.thread_id)
+            )
+            await self.turns.post_notice(result.thread_id, "Started a new conversation.")
+
+    # ------------------------------------------------------------ control target
+
+    def console(self, name: str | None) -> ConsoleConnector | None:
+        for connector in self.connectors.values():
+            if isinstance(connector, ConsoleConnector) and (name is None or connector.name == name):
+                return connector
+        return None
+
+    async def status(self) -> dict[str, Any]:
+        assert self.db is not None
+        queue = {
+            r["status"]: r["n"]
+            for r in await self.db.fetchall(
+                "SELECT status, COUNT(*) AS n FROM queue_items WHERE status IN ('pending', 'leased', 'dead') GROUP BY status"
+            )
+        }
+        outbox = {
+            r["status"]: r["n"]
+            for r in await self.db.fetchall(
+                "SELECT status, COUNT(*) AS n FROM outbox WHERE status IN ('pending', 'sending', 'failed', 'unknown') "
+                "GROUP BY status"
+            )
+        }
+        return {
+            "pid": os.getpid(),
+            "uptime": round(time.time() - self.started_at, 1),
+            "channels": {
+                name: {"state": c.health.state, "detail": c.health.detail, "since": c.health.since}
+                for name, c in self.connectors.items()
+            },
+            "running_turns": self.queue.running_count,
+            "queue": queue,
+            "outbox": outbox,
+            "dead_letters": await dead_letters(self.db),
+        }
+
+    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
+        assert self.db is not None
+        settings = self.settings.channel(channel)
+        if settings is None:
+            names = ", ".join(c.name for c in self.settings.channels)
+            return {"ok": False, "error": f"no channel named {channel!r}; use one of {names}"}
+        target = chat or settings.home_chat
+        if not target:
+            return {
+                "ok": False,
+                "error": f"channel {channel!r} has no home_chat; pass --chat ID or set home_chat",
+            }
+        try:
+            posted = await post_to_channel(
+                db=self.db,
+                connectors=self.connectors,
+                outbox=self.outbox,
+                bindings=self.bindings,
+                key=ThreadKey(channel, str(target)),
+                markdown=text,
+                note="[notification]",
+            )
+        except NotifyError as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": True, "thread_id": posted.thread_id, "chunks": len(posted.outbox_ids)}
+
+    async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
+        return False
+
+    # ------------------------------------------------------------ stop
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    async def close(self) -> None:
+        """Stop intake, let running turns finish (or release them), flush, disconnect."""
+        self._accepting = False
+        if self._control:
+            self._control.stop_listening()
+        if hasattr(self, "queue"):
+            await self.queue.stop(self.settings.shutdown_grace)
+        if hasattr(self, "outbox"):
+            if not await self.outbox.flush(max(1.0, self.settings.shutdown_grace)):
+                log.warning("outbox not fully flushed; the rest is delivered after the next start")
+            await self.outbox.close()
+        if self._control:
+            await self._control.stop()
+        for connector in self.connectors.values():
+            with contextlib.suppress(Exception):
+                await connector.stop()
+        for provider in self.providers.values():
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+        if self.db:
+            await self.db.close()
+            self.db = None
+        self._lock.release()
+
+
+async def run_daemon(settings: Settings) -> int:
+    """``talon run``: start, serve until SIGINT/SIGTERM, stop in order. Returns the exit code."""
+    personas = load_personas(settings)
+    gateway = Gateway(settings, personas)
+    await gateway.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, gateway.request_stop)
+    try:
+        await gateway.wait_stopped()
+        log.info("stopping: no new messages; running turns get %.0fs", settings.shutdown_grace)
+    finally:
+        await gateway.close()
+    log.info("stopped")
+    return 0

@@ -1,0 +1,98 @@
+"""Logging: text or one JSON object per line, with thread/run ids, secrets redacted."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterable
+
+thread_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("thread_id", default=None)
+run_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("run_id", default=None)
+
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "taskName"}
+
+
+class ContextFilter(logging.Filter):
+    """Adds the current thread and run ids, and masks every configured secret."""
+
+    def __init__(self, secrets: Iterable[str] = ()):
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "thread_id", None) is None:
+            record.thread_id = thread_id_var.get()
+        if getattr(record, "run_id", None) is None:
+            record.run_id = run_id_var.get()
+        if self.secrets:
+            message = record.getMessage()
+            masked = self.mask(message)
+            if record.exc_info and not record.exc_text:
+                record.exc_text = logging.Formatter().formatException(record.exc_info)
+            if record.exc_text:
+                record.exc_text = self.mask(record.exc_text)
+            if masked != message:
+                record.msg, record.args = masked, ()
+        return True
+
+    def mask(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        out = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and value is not None:
+                out[key] = value
+        if record.exc_info or record.exc_text:
+            out["exc"] = record.exc_text or self.formatException(record.exc_info)  # type: ignore[arg-type]
+        return json.dumps(out, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+        ids = "".join(
+            f" {k}={getattr(record, k)}"
+            for k in ("thread_id", "run_id")
+            if getattr(record, k, None) is not None
+        )
+        line = f"{stamp} {record.levelname:<7} {record.name}{ids}: {record.getMessage()}"
+        if record.exc_info or record.exc_text:
+            line += "\n" + (record.exc_text or self.formatException(record.exc_info))  # type: ignore[arg-type]
+        return line
+
+
+def setup_logging(level: str = "info", fmt: str = "text", secrets: Iterable[str] = ()) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.addFilter(ContextFilter(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    # Library chatter at INFO would drown the gateway's own lines (and may echo URLs).
+    for noisy in (
+        "httpx",
+        "httpx2",
+        "httpcore",
+        "telegram",
+        "slack_bolt",
+        "slack_sdk",
+        "discord",
+        "aiosqlite",
+        "mcp",
+        "anthropic",
+        "openai",
+    ):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -1,0 +1,75 @@
+"""Posting into a channel outside a reply: notifications, cross-channel sends.
+
+One path for ``talon send`` and the ``channel_send`` tool: the message is recorded on
+the recipient thread (so that thread's persona sees it later) and committed to the
+outbox in the same transaction, then rendered and delivered like any reply.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from connectors.base import Connector, ThreadKey
+from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
+from gateway.pipeline import Bindings
+from gateway.store.db import Database
+
+
+class NotifyError(Exception):
+    """The message cannot be posted; the text says what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    thread_id: int
+    message_id: int
+    outbox_ids: list[int]
+    key: ThreadKey
+
+
+async def post_to_channel(
+    *,
+    db: Database,
+    connectors: Mapping[str, Connector],
+    outbox: Outbox,
+    bindings: Bindings,
+    key: ThreadKey,
+    markdown: str,
+    persona: str | None = None,
+    reply_to: str | None = None,
+    note: str | None = None,
+) -> Posted:
+    """Record and deliver ``markdown`` to ``key``. ``note`` prefixes the stored copy
+    (e.g. who sent it) without changing what the chat shows."""
+    connector = connectors.get(key.channel)
+    if connector is None:
+        raise NotifyError(f"channel {key.channel!r} is not running; check `talon status`")
+    if not markdown.strip():
+        raise NotifyError("the message is empty")
+    chunks = connector.render(markdown)
+    now = time.time()
+    bound = bindings.resolve(key.channel, key.chat_id)
+    async with db.transaction() as conn:
+        (thread_id,) = (
+            await conn.execute_fetchall(
+                "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
+                "VALUES (?, ?, ?, 'group', ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+                "updated_at = excluded.updated_at RETURNING id",
+                (key.channel, key.chat_id, key.thread_id or "", bound, now, now),
+            )
+        )[0]
+        stored = f"{note}\n\n{markdown}" if note else markdown
+        (message_id,) = (
+            await conn.execute_fetchall(
+                "INSERT INTO messages (thread_id, role, text, persona, created_at) "
+                "VALUES (?, 'assistant', ?, ?, ?) RETURNING id",
+                (thread_id, stored, persona, now),
+            )
+        )[0]
+        ids = await enqueue_chunks(
+            conn, ThreadAddress(thread_id, key), chunks, message_id=message_id, reply_to=reply_to
+        )
+    outbox.notify(thread_id)
+    return Posted(thread_id, message_id, ids, key)

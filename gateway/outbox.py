@@ -1,0 +1,224 @@
+"""Durable outbound delivery: one row per rendered chunk, sent in order per thread.
+
+A row is marked ``sending`` (committed) before the platform call and ``sent`` after it,
+so after a crash a row is never sent twice: rows left in ``sending`` are reconciled as
+``unknown`` unless the connector's delivery is idempotent (``Connector.idempotent_send``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from connectors.base import Connector, ErrorClass, OutboundChunk, RenderedChunk, SendResult, ThreadKey
+from gateway.config import OutboxSettings
+from gateway.store.db import Database
+
+log = logging.getLogger("talon.outbox")
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadAddress:
+    """Where a thread's output goes: its row id and platform key."""
+
+    thread_id: int
+    key: ThreadKey
+
+
+async def enqueue_chunks(
+    conn: aiosqlite.Connection,
+    address: ThreadAddress,
+    chunks: Sequence[RenderedChunk],
+    *,
+    run_id: int | None = None,
+    message_id: int | None = None,
+    reply_to: str | None = None,
+) -> list[int]:
+    """Insert outbox rows inside the caller's transaction; returns their ids."""
+    now = time.time()
+    ids = []
+    for seq, chunk in enumerate(chunks):
+        (row_id,) = (
+            await conn.execute_fetchall(
+                "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, thread_ref, seq, format, "
+                "text, plain, reply_to, available_at, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    address.thread_id,
+                    run_id,
+                    message_id,
+                    address.key.channel,
+                    address.key.chat_id,
+                    address.key.thread_id or "",
+                    seq,
+                    chunk.format,
+                    chunk.text,
+                    chunk.plain,
+                    reply_to if seq == 0 else None,
+                    now,
+                    now,
+                ),
+            )
+        )[0]
+        ids.append(row_id)
+    return ids
+
+
+Delivered = Callable[[int, int, str], None]
+"""Called after a row is sent: (outbox id, thread id, status)."""
+
+
+class Outbox:
+    """One sender per channel; within a channel, threads are served concurrently and each
+    thread's rows strictly in order."""
+
+    def __init__(
+        self,
+        db: Database,
+        connectors: dict[str, Connector],
+        settings: OutboxSettings,
+        *,
+        on_delivered: Delivered = lambda row_id, thread_id, status: None,
+    ):
+        self.db = db
+        self.connectors = connectors
+        self.settings = settings
+        self.on_delivered = on_delivered
+        self._threads: dict[int, asyncio.Task[None]] = {}
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._closing = False
+
+    async def recover(self) -> None:
+        """Settle rows a crash left in ``sending``; then start delivering what is pending."""
+        rows = await self.db.fetchall("SELECT id, channel FROM outbox WHERE status = 'sending'")
+        for row in rows:
+            connector = self.connectors.get(row["channel"])
+            idempotent = bool(getattr(connector, "idempotent_send", False))
+            status = "pending" if idempotent else "unknown"
+            await self.db.execute(
+                "UPDATE outbox SET status = ?, error = ? WHERE id = ?",
+                (status, None if idempotent else "interrupted while sending; not resent", row["id"]),
+            )
+            if not idempotent:
+                log.warning("outbox row %s may or may not have been delivered before a crash", row["id"])
+        for row in await self.db.fetchall("SELECT DISTINCT thread_id FROM outbox WHERE status = 'pending'"):
+            self.notify(row["thread_id"])
+
+    def notify(self, thread_id: int) -> None:
+        """Rows were committed for ``thread_id``: make sure its sender runs."""
+        if self._closing:
+            return
+        task = self._threads.get(thread_id)
+        if task is None or task.done():
+            self._threads[thread_id] = asyncio.create_task(self._drain(thread_id), name=f"outbox-{thread_id}")
+
+    async def _drain(self, thread_id: int) -> None:
+        try:
+            while not self._closing:
+                row = await self.db.fetchone(
+                    "SELECT * FROM outbox WHERE thread_id = ? AND status = 'pending' ORDER BY id LIMIT 1",
+                    (thread_id,),
+                )
+                if row is None:
+                    return
+                wait = row["available_at"] - time.time()
+                if wait > 0:
+                    self._wake_later(thread_id, wait)
+                    return
+                await self._send(row)
+        except Exception:
+            log.exception("outbox sender for thread %s failed; will retry", thread_id)
+            self._wake_later(thread_id, 1.0)
+        finally:
+            self._threads.pop(thread_id, None)
+
+    def _wake_later(self, thread_id: int, delay: float) -> None:
+        old = self._timers.pop(thread_id, None)
+        if old:
+            old.cancel()
+        self._timers[thread_id] = asyncio.get_running_loop().call_later(delay, self._timer_fired, thread_id)
+
+    def _timer_fired(self, thread_id: int) -> None:
+        self._timers.pop(thread_id, None)
+        self.notify(thread_id)
+
+    async def _send(self, row: aiosqlite.Row) -> None:
+        connector = self.connectors.get(row["channel"])
+        if connector is None:
+            await self._finish(row, "failed", error=f"channel {row['channel']!r} is not running")
+            return
+        await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
+        item = OutboundChunk(
+            delivery_id=row["id"],
+            thread=ThreadKey(row["channel"], row["chat_id"], row["thread_ref"] or None),
+            chunk=RenderedChunk(row["text"], row["plain"], row["format"]),
+            reply_to=row["reply_to"],
+        )
+        try:
+            result = await connector.send(item)
+        except Exception as exc:  # a connector bug must not wedge the thread's delivery
+            log.exception("connector %s raised from send()", row["channel"])
+            result = SendResult.failed(ErrorClass.AMBIGUOUS, f"connector raised {type(exc).__name__}")
+        await self._settle(row, result)
+
+    async def _settle(self, row: aiosqlite.Row, result: SendResult) -> None:
+        if result.ok:
+            await self._finish(row, "sent", platform_message_id=result.platform_message_id)
+        elif result.error_class is ErrorClass.TRANSIENT and row["attempts"] + 1 < self.settings.max_attempts:
+            delay = self._backoff(row["attempts"], result.retry_after)
+            log.info("send to %s failed (%s); retrying in %.1fs", row["channel"], result.error, delay)
+            await self.db.execute(
+                "UPDATE outbox SET status = 'pending', attempts = attempts + 1, available_at = ?, error = ? "
+                "WHERE id = ?",
+                (time.time() + delay, result.error, row["id"]),
+            )
+        else:
+            status = "unknown" if result.error_class is ErrorClass.AMBIGUOUS else "failed"
+            log.error("send to %s %s: %s", row["channel"], status, result.error)
+            await self._finish(row, status, error=result.error)
+
+    def _backoff(self, attempts: int, retry_after: float | None) -> float:
+        if retry_after:
+            return retry_after  # the platform said when; sooner would only be refused again
+        base = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempts)
+        return base * random.uniform(0.5, 1.0)
+
+    async def _finish(
+        self,
+        row: aiosqlite.Row,
+        status: str,
+        *,
+        platform_message_id: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        await self.db.execute(
+            "UPDATE outbox SET status = ?, attempts = attempts + 1, platform_message_id = ?, error = ?, "
+            "sent_at = ? WHERE id = ?",
+            (status, platform_message_id, error, time.time(), row["id"]),
+        )
+        self.on_delivered(row["id"], row["thread_id"], status)
+
+    async def flush(self, timeout: float) -> bool:
+        """Wait until no row is due for sending (used at shutdown). True when drained."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            busy = [t for t in self._threads.values() if not t.done()]
+            if not busy:
+                return True
+            await asyncio.wait(busy, timeout=deadline - time.monotonic())
+        return not any(not t.done() for t in self._threads.values())
+
+    async def close(self) -> None:
+        self._closing = True
+        for timer in self._timers.values():
+            timer.cancel()
+        tasks = [t for t in self._threads.values() if not t.done()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,123 @@
+"""Intake: InboundEvent -> dedupe -> thread -> message -> binding -> queue, in one commit.
+
+The connector acknowledges the platform only after :meth:`Pipeline.ingest` returns, so a
+crash before the commit means the platform redelivers, and a redelivery after the commit
+is recognised by ``(channel, event_id)`` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+
+from connectors.base import InboundEvent, IntakeResult, IntakeStatus
+from gateway.config import Binding
+from gateway.store.db import Database
+
+log = logging.getLogger("talon.pipeline")
+
+COMMANDS = frozenset({"/stop", "/new"})
+
+
+class Bindings:
+    """Binding resolution: the chat-specific binding first, then the channel default."""
+
+    def __init__(self, bindings: Iterable[Binding], personas: Iterable[str]):
+        self._by_chat: dict[tuple[str, str], str] = {}
+        self._by_channel: dict[str, str] = {}
+        self._personas = frozenset(personas)
+        for b in bindings:
+            if b.chat is None:
+                self._by_channel.setdefault(b.channel, b.persona)
+            else:
+                self._by_chat.setdefault((b.channel, b.chat), b.persona)
+
+    def resolve(self, channel: str, chat_id: str, requested: str | None = None) -> str | None:
+        if requested and requested in self._personas:
+            return requested
+        return self._by_chat.get((channel, chat_id)) or self._by_channel.get(channel)
+
+
+def command_of(text: str) -> str | None:
+    """``/stop`` and ``/new`` (connectors strip ``@botname``); anything else is a message."""
+    word = text.strip().split(maxsplit=1)[0].lower() if text.strip() else ""
+    return word if word in COMMANDS else None
+
+
+class Pipeline:
+    def __init__(
+        self,
+        db: Database,
+        bindings: Bindings,
+        *,
+        on_queued: Callable[[int], None] = lambda thread_id: None,
+    ):
+        self.db = db
+        self.bindings = bindings
+        self.on_queued = on_queued
+
+    async def ingest(self, event: InboundEvent) -> IntakeResult:
+        key = event.thread_key
+        persona = self.bindings.resolve(event.channel, key.chat_id, event.persona)
+        command = command_of(event.text)
+        if persona is None:
+            status = IntakeStatus.UNROUTED
+        elif command or not event.needs_reply:
+            status = IntakeStatus.STORED
+        else:
+            status = IntakeStatus.ACCEPTED
+        now = time.time()
+        async with self.db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO inbox_dedupe (channel, event_id, status, received_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (event.channel, event.event_id, command or status.value, now),
+            )
+            if cur.rowcount == 0:
+                return IntakeResult(IntakeStatus.DUPLICATE)
+            (thread_id,) = (
+                await conn.execute_fetchall(
+                    "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+                    "updated_at = excluded.updated_at, persona = COALESCE(excluded.persona, threads.persona) "
+                    "RETURNING id",
+                    (key.channel, key.chat_id, key.thread_id or "", event.chat_type, persona, now, now),
+                )
+            )[0]
+            attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
+            (message_id,) = (
+                await conn.execute_fetchall(
+                    "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, "
+                    "platform_message_id, reply_to, attachments, event_id, created_at) "
+                    "VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (
+                        thread_id,
+                        event.sender.id,
+                        event.sender.display_name,
+                        event.text,
+                        persona,
+                        event.platform_message_id,
+                        event.reply_to,
+                        attachments,
+                        event.event_id,
+                        event.received_at,
+                    ),
+                )
+            )[0]
+            if status is IntakeStatus.ACCEPTED:
+                await conn.execute(
+                    "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
+                    "VALUES (?, 'message', ?, ?, ?, ?)",
+                    (thread_id, message_id, now, now, now),
+                )
+        if status is IntakeStatus.ACCEPTED:
+            self.on_queued(thread_id)
+        elif status is IntakeStatus.UNROUTED:
+            log.warning(
+                "no binding for this chat; stored without a reply (add a binding to talon.yaml)",
+                extra={"channel": event.channel, "chat": key.chat_id, "thread_id": thread_id},
+            )
+        return IntakeResult(status, thread_id, message_id)

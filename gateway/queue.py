@@ -1,0 +1,339 @@
+"""The durable per-thread FIFO: one running turn per thread, many threads in parallel.
+
+Items are leased in batches: every pending ``message`` item of a thread is taken
+together (messages that arrived while the thread was busy join the next turn); other
+kinds run one at a time. A lease carries an expiry; leases left by a dead process are
+released at start (the data-dir lock guarantees that process is gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from gateway.config import QueueSettings
+from gateway.runtime.model import ProviderError
+from gateway.store.db import Database
+
+log = logging.getLogger("talon.queue")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueItem:
+    id: int
+    kind: str
+    message_id: int | None
+    payload: dict[str, Any]
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """What one turn works on."""
+
+    thread_id: int
+    items: tuple[QueueItem, ...]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(i.id for i in self.items)
+
+    @property
+    def message_ids(self) -> tuple[int, ...]:
+        return tuple(i.message_id for i in self.items if i.message_id is not None)
+
+    @property
+    def attempts(self) -> int:
+        return max(i.attempts for i in self.items)
+
+
+class TurnCanceled(Exception):
+    """The turn was stopped by ``/stop``."""
+
+
+class TurnHandler:
+    """What the queue runs. ``run`` must call :func:`complete_in` inside its commit."""
+
+    async def run(self, batch: Batch) -> None:
+        raise NotImplementedError
+
+    async def gave_up(self, batch: Batch, error: str, *, canceled: bool) -> None:
+        """The batch ended without a reply: canceled, or failed for good (dead-lettered)."""
+
+
+async def complete_in(conn: aiosqlite.Connection, batch: Batch, run_id: int | None) -> None:
+    """Mark a batch done inside the caller's transaction (atomic with its reply)."""
+    marks = ",".join("?" * len(batch.items))
+    await conn.execute(
+        f"UPDATE queue_items SET status = 'done', run_id = ?, updated_at = ? WHERE id IN ({marks}) "
+        "AND status = 'leased'",
+        (run_id, time.time(), *batch.ids),
+    )
+
+
+class TurnQueue:
+    def __init__(self, db: Database, settings: QueueSettings, handler: TurnHandler):
+        self.db = db
+        self.settings = settings
+        self.handler = handler
+        self._ready: dict[int, None] = {}  # insertion-ordered set of threads with work
+        self._running: dict[int, asyncio.Task[None]] = {}
+        self._timers: dict[int, asyncio.TimerHandle] = {}
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._dispatcher: asyncio.Task[None] | None = None
+        self.on_idle: Callable[[], Awaitable[None]] | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        await self._recover()
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="queue-dispatcher")
+
+    async def _recover(self) -> None:
+        now = time.time()
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE queue_items SET status = 'dead', last_error = 'interrupted too many times', "
+                "updated_at = ? WHERE status = 'leased' AND attempts >= ?",
+                (now, self.settings.max_attempts),
+            )
+            released = await conn.execute(
+                "UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, updated_at = ? "
+                "WHERE status = 'leased'",
+                (now,),
+            )
+            await conn.execute(
+                "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", (now,)
+            )
+        if released.rowcount:
+            log.warning("released %d queue items interrupted by a previous stop", released.rowcount)
+        await self._schedule_pending()
+
+    async def _schedule_pending(self) -> None:
+        rows = await self.db.fetchall(
+            "SELECT thread_id, MIN(available_at) AS due FROM queue_items WHERE status = 'pending' "
+            "GROUP BY thread_id ORDER BY MIN(id)"
+        )
+        now = time.time()
+        for row in rows:
+            if row["thread_id"] in self._running or row["thread_id"] in self._timers:
+                continue
+            self._notify_at(row["thread_id"], row["due"] - now)
+
+    async def stop(self, grace: float) -> None:
+        """Stop taking work; give running turns ``grace`` seconds, then cancel them (their
+        items return to pending and run again after the next start)."""
+        self._stopping = True
+        self._wake.set()
+        for timer in self._timers.values():
+            timer.cancel()
+        running = [t for t in self._running.values() if not t.done()]
+        if running:
+            log.info("waiting up to %.0fs for %d running turns", grace, len(running))
+            _, pending = await asyncio.wait(running, timeout=grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._dispatcher:
+            await asyncio.gather(self._dispatcher, return_exceptions=True)
+
+    # ------------------------------------------------------------ intake side
+
+    def notify(self, thread_id: int) -> None:
+        """Work was committed for ``thread_id``."""
+        if self._stopping:
+            return
+        self._ready[thread_id] = None
+        self._wake.set()
+
+    def _notify_at(self, thread_id: int, delay: float) -> None:
+        if delay <= 0:
+            self.notify(thread_id)
+            return
+        old = self._timers.pop(thread_id, None)
+        if old:
+            old.cancel()
+
+        def fire() -> None:
+            self._timers.pop(thread_id, None)
+            self.notify(thread_id)
+
+        self._timers[thread_id] = asyncio.get_running_loop().call_later(delay, fire)
+
+    def busy(self, thread_id: int) -> bool:
+        task = self._running.get(thread_id)
+        return task is not None and not task.done()
+
+    def cancel(self, thread_id: int) -> bool:
+        """``/stop``: cancel the thread's running turn. True when one was running."""
+        task = self._running.get(thread_id)
+        if task is None or task.done():
+            return False
+        task.cancel(msg="stop")
+        return True
+
+    @property
+    def running_count(self) -> int:
+        return sum(1 for t in self._running.values() if not t.done())
+
+    # ------------------------------------------------------------ dispatch
+
+    async def _dispatch(self) -> None:
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            for thread_id in list(self._ready):
+                if self._stopping or len(self._running) >= self.settings.workers:
+                    break
+                if thread_id in self._running:
+                    continue  # the running worker picks the new items up when it loops
+                del self._ready[thread_id]
+                self._running[thread_id] = asyncio.create_task(
+                    self._serve(thread_id), name=f"turn-{thread_id}"
+                )
+
+    async def _serve(self, thread_id: int) -> None:
+        try:
+            while not self._stopping:
+                self._ready.pop(thread_id, None)
+                batch = await self._lease(thread_id)
+                if batch is None:
+                    await self._schedule_delayed(thread_id)
+                    return
+                await self._run(batch)
+        except Exception:
+            log.exception("queue worker for thread %s crashed", thread_id)
+        finally:
+            self._running.pop(thread_id, None)
+            self._wake.set()  # a worker slot is free
+
+    async def _lease(self, thread_id: int) -> Batch | None:
+        now = time.time()
+        async with self.db.transaction() as conn:
+            rows = await conn.execute_fetchall(
+                "SELECT id, kind, message_id, payload, attempts FROM queue_items "
+                "WHERE thread_id = ? AND status = 'pending' AND available_at <= ? ORDER BY id",
+                (thread_id, now),
+            )
+            if not rows:
+                return None
+            # Consecutive message items form one turn; any other kind runs alone.
+            take = [rows[0]]
+            if rows[0]["kind"] == "message":
+                for row in rows[1:]:
+                    if row["kind"] != "message":
+                        break
+                    take.append(row)
+            marks = ",".join("?" * len(take))
+            await conn.execute(
+                f"UPDATE queue_items SET status = 'leased', attempts = attempts + 1, lease_expires_at = ?, "
+                f"updated_at = ? WHERE id IN ({marks})",
+                (now + self.settings.lease_seconds, now, *(r["id"] for r in take)),
+            )
+        items = tuple(
+            QueueItem(
+                r["id"], r["kind"], r["message_id"], json.loads(r["payload"] or "{}"), r["attempts"] + 1
+            )
+            for r in take
+        )
+        return Batch(thread_id, items)
+
+    async def _schedule_delayed(self, thread_id: int) -> None:
+        row = await self.db.fetchone(
+            "SELECT MIN(available_at) AS due FROM queue_items WHERE thread_id = ? AND status = 'pending'",
+            (thread_id,),
+        )
+        if row and row["due"] is not None:
+            self._notify_at(thread_id, row["due"] - time.time())
+
+    async def _run(self, batch: Batch) -> None:
+        try:
+            await self.handler.run(batch)
+        except asyncio.CancelledError as exc:
+            if self._stopping and exc.args != ("stop",):
+                await self._release(batch)
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # /stop ends this turn only; the worker carries on
+            await self._end(batch, "canceled", "stopped by /stop")
+            await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
+            return
+        except TurnCanceled:
+            await self._end(batch, "canceled", "stopped by /stop")
+            await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
+            return
+        except ProviderError as exc:
+            await self._failed(batch, str(exc), transient=exc.transient, retry_after=exc.retry_after)
+            return
+        except TimeoutError:
+            await self._failed(batch, "turn timed out", transient=True)
+            return
+        except Exception as exc:
+            log.exception("turn failed on thread %s", batch.thread_id)
+            await self._failed(batch, f"{type(exc).__name__}: {exc}", transient=True)
+            return
+        # A handler that committed nothing to say still finishes its items.
+        async with self.db.transaction() as conn:
+            await complete_in(conn, batch, None)
+
+    async def _failed(
+        self, batch: Batch, error: str, *, transient: bool, retry_after: float | None = None
+    ) -> None:
+        if transient and batch.attempts < self.settings.max_attempts:
+            delay = retry_after or self._backoff(batch.attempts)
+            log.warning(
+                "turn on thread %s failed (attempt %d/%d), retrying in %.1fs: %s",
+                batch.thread_id,
+                batch.attempts,
+                self.settings.max_attempts,
+                delay,
+                error,
+            )
+            await self._release(batch, delay=delay, error=error)
+            self._notify_at(batch.thread_id, delay)
+            return
+        log.error("turn on thread %s failed for good, dead-lettered: %s", batch.thread_id, error)
+        await self._end(batch, "dead", error)
+        await self.handler.gave_up(batch, error, canceled=False)
+
+    def _backoff(self, attempts: int) -> float:
+        base = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempts - 1))
+        return base * random.uniform(0.5, 1.0)
+
+    async def _release(self, batch: Batch, *, delay: float = 0.0, error: str | None = None) -> None:
+        now = time.time()
+        marks = ",".join("?" * len(batch.items))
+        await self.db.execute(
+            f"UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, available_at = ?, "
+            f"last_error = COALESCE(?, last_error), updated_at = ? WHERE id IN ({marks}) AND status = 'leased'",
+            (now + delay, error, now, *batch.ids),
+        )
+
+    async def _end(self, batch: Batch, status: str, error: str) -> None:
+        marks = ",".join("?" * len(batch.items))
+        await self.db.execute(
+            f"UPDATE queue_items SET status = ?, last_error = ?, updated_at = ? WHERE id IN ({marks}) "
+            "AND status = 'leased'",
+            (status, error, time.time(), *batch.ids),
+        )
+
+
+async def dead_letters(db: Database, limit: int = 20) -> list[dict[str, Any]]:
+    """Recently dead-lettered items, for ``talon status``."""
+    rows = await db.fetchall(
+        "SELECT q.id, q.thread_id, q.kind, q.attempts, q.last_error, q.updated_at, t.channel, t.chat_id "
+        "FROM queue_items q JOIN threads t ON t.id = q.thread_id WHERE q.status = 'dead' "
+        "ORDER BY q.updated_at DESC LIMIT ?",
+        (limit,),
+    )
+    return [dict(r) for r in rows]

@@ -1,0 +1,99 @@
+"""Context assembly: the system prompt and the recent transcript within a token budget."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from gateway.personas import Persona
+from gateway.runtime.model import ChatMessage
+from gateway.store.db import Database
+
+# A deliberately simple estimate: good enough to keep a transcript inside a budget
+# without a tokenizer per provider.
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // CHARS_PER_TOKEN + 1
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelInfo:
+    name: str
+    type: str
+    home_chat: str | None
+
+
+def system_prompt(
+    persona: Persona,
+    *,
+    timezone: str,
+    channels: Sequence[ChannelInfo],
+    current_channel: str,
+    tool_instructions: Sequence[str] = (),
+    summary: str | None = None,
+    now: datetime | None = None,
+) -> str:
+    """persona system.md + personality + tool instructions + channels + time + summary."""
+    moment = (now or datetime.now(ZoneInfo(timezone))).astimezone(ZoneInfo(timezone))
+    parts = [persona.system_prompt, *persona.personality, *tool_instructions]
+    lines = [
+        f"- {c.name} ({c.type})" + (" — this conversation" if c.name == current_channel else "")
+        for c in channels
+    ]
+    parts.append("## Channels\n" + "\n".join(lines))
+    parts.append(f"## Current time\n{moment:%A %Y-%m-%d %H:%M} ({timezone})")
+    if summary:
+        parts.append("## Summary of the earlier conversation\n" + summary)
+    return "\n\n".join(p for p in parts if p)
+
+
+async def transcript(
+    db: Database, thread_id: int, *, context_from: int, budget_tokens: int, upto_message_id: int | None = None
+) -> list[ChatMessage]:
+    """The newest messages of the thread that fit the budget, oldest first.
+
+    Consecutive messages of one role are merged (providers want alternating roles), and
+    the transcript always starts with a user message.
+    """
+    rows = await db.fetchall(
+        "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
+        "AND (? IS NULL OR id <= ?) ORDER BY id DESC LIMIT 500",
+        (thread_id, context_from, upto_message_id, upto_message_id),
+    )
+    picked: list[tuple[str, str]] = []
+    spent = 0
+    for row in rows:
+        text = _render_row(row)
+        cost = estimate_tokens(text)
+        if picked and spent + cost > budget_tokens:
+            break
+        picked.append(("assistant" if row["role"] == "assistant" else "user", text))
+        spent += cost
+    picked.reverse()
+    merged: list[ChatMessage] = []
+    for role, text in picked:
+        if merged and merged[-1].role == role:
+            merged[-1] = ChatMessage(role, merged[-1].content + "\n\n" + text)  # type: ignore[arg-type]
+        else:
+            merged.append(ChatMessage(role, text))  # type: ignore[arg-type]
+    while merged and merged[0].role != "user":
+        merged.pop(0)
+    return merged
+
+
+def _render_row(row: object) -> str:
+    role, name, text, attachments = row["role"], row["sender_name"], row["text"], row["attachments"]  # type: ignore[index]
+    if role == "system":
+        return f"[system] {text}"
+    if role == "assistant":
+        return text
+    out = text
+    if attachments:
+        files = ", ".join(f"{a['name']} ({a['path']})" for a in json.loads(attachments))
+        out += f"\n[attachments: {files}]"
+    return f"[{name}] {out}" if name else out

@@ -1,0 +1,281 @@
+"""The scheduler: due schedules become queue items, durably and exactly once.
+
+Firing one occurrence is one transaction: a ``schedule_runs`` row (``UNIQUE(schedule_id,
+due_at)``), a ``queue_items`` row of kind ``schedule`` in the schedule's thread, and the
+schedule's next run. Two ticks racing on the same schedule enqueue it once: each re-reads
+the schedule inside its transaction and only the first sees it still due.
+
+Missed occurrences (the daemon was stopped) are handled by :mod:`gateway.scheduling.due`:
+the latest one is fired if it is within the grace window, the rest are recorded as one
+``skipped`` row. DST behaviour is described in :mod:`gateway.scheduling.cron`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+import aiosqlite
+
+from gateway.scheduling.cron import ScheduleError
+from gateway.scheduling.cron import next_run as _next_run
+from gateway.scheduling.due import DuePlan, plan_cron, plan_once
+from gateway.scheduling.store import list_schedules, record_result
+from gateway.store.db import Database
+
+if TYPE_CHECKING:
+    from gateway.personas import Persona
+
+__all__ = ["Scheduler", "list_schedules", "record_result", "schedules_changed"]
+
+log = logging.getLogger("talon.scheduler")
+
+_RUNNING: weakref.WeakSet[Scheduler] = weakref.WeakSet()
+_ERROR_BACKOFF = 1.0
+_MIN_SLEEP = 0.01
+
+
+def schedules_changed(db: Database) -> None:
+    """Tell every scheduler serving ``db`` that schedules changed, so it recomputes its sleep."""
+    for scheduler in list(_RUNNING):
+        if scheduler.db is db:
+            scheduler.wake()
+
+
+class Scheduler:
+    """Fires due cron and one-shot schedules into the durable queue.
+
+    Args:
+        db: the open Talon database.
+        default_timezone: used for schedules whose timezone is missing.
+        grace_seconds: how late an occurrence may still fire (after a restart, say).
+        clock: epoch seconds now; tests pass a controllable one.
+        on_enqueued: called with the thread id after each fired occurrence commits.
+        personas: persona name -> :class:`~gateway.personas.Persona`, to read ``promptFile``
+            aliases at fire time. Without it, schedules using a prompt file fail their runs.
+        max_sleep: the longest :meth:`run` sleeps before looking at the table again.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        default_timezone: str,
+        grace_seconds: float = 600,
+        clock: Callable[[], float] = time.time,
+        on_enqueued: Callable[[int], None] = lambda thread_id: None,
+        personas: Mapping[str, Persona] | None = None,
+        max_sleep: float = 30.0,
+    ) -> None:
+        self.db = db
+        self.default_timezone = default_timezone
+        self.grace_seconds = grace_seconds
+        self.max_sleep = max_sleep
+        self._clock = clock
+        self._on_enqueued = on_enqueued
+        self._personas = personas
+        self._wake = asyncio.Event()
+        _RUNNING.add(self)
+
+    @staticmethod
+    def next_run(cron_expr: str, tz: str, after: float) -> float:
+        """The first occurrence of a 5-field cron in ``tz`` strictly after ``after``; DST-correct.
+
+        Raises:
+            ScheduleError: the expression or timezone is not usable.
+        """
+        return _next_run(cron_expr, tz, after)
+
+    def wake(self) -> None:
+        """Schedules changed: make :meth:`run` look at the table again now."""
+        self._wake.set()
+
+    async def tick(self) -> int:
+        """Fire everything due now. Returns how many occurrences were enqueued."""
+        now = self._clock()
+        await self._fill_missing_next_runs(now)
+        due = await self.db.fetchall(
+            "SELECT id, next_run_at FROM schedules WHERE enabled = 1 AND next_run_at IS NOT NULL "
+            "AND next_run_at <= ? ORDER BY next_run_at, id",
+            (now,),
+        )
+        fired = 0
+        for row in due:
+            try:
+                thread_id = await self._fire(row["id"], row["next_run_at"], now)
+            except Exception:  # one broken schedule must not hold up the others
+                log.exception("schedule %s: could not fire; retrying on the next tick", row["id"])
+                continue
+            if thread_id is not None:
+                fired += 1
+                try:
+                    self._on_enqueued(thread_id)
+                except Exception:  # a listener's bug must not stop other schedules
+                    log.exception("on_enqueued failed for thread %s", thread_id)
+        return fired
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick, then sleep until the next due time (at most ``max_sleep``), until ``stop`` is set."""
+        while not stop.is_set():
+            self._wake.clear()
+            delay = _MIN_SLEEP
+            try:
+                await self.tick()
+                delay = await self._seconds_until_due()
+            except Exception:  # the loop must outlive a bad row or a locked database
+                log.exception("scheduler tick failed")
+                delay = _ERROR_BACKOFF
+            await _wait_any(stop, self._wake, timeout=delay)
+
+    async def _seconds_until_due(self) -> float:
+        row = await self.db.fetchone(
+            "SELECT MIN(next_run_at) FROM schedules WHERE enabled = 1 AND next_run_at IS NOT NULL"
+        )
+        if row is None or row[0] is None:
+            return self.max_sleep
+        return min(self.max_sleep, max(_MIN_SLEEP, row[0] - self._clock()))
+
+    async def _fill_missing_next_runs(self, now: float) -> None:
+        """Give enabled schedules without a next run one (rows written by other means)."""
+        rows = await self.db.fetchall(
+            "SELECT id, cron_expr, run_at, timezone FROM schedules WHERE enabled = 1 AND next_run_at IS NULL"
+        )
+        for row in rows:
+            error = None
+            next_at: float | None = None
+            if row["cron_expr"]:
+                try:
+                    next_at = _next_run(row["cron_expr"], row["timezone"] or self.default_timezone, now)
+                except ScheduleError as exc:
+                    error = str(exc)
+            elif row["run_at"] is not None:
+                next_at = row["run_at"]
+            else:
+                error = "schedule has neither cronExpr nor runAt"
+            async with self.db.transaction() as conn:
+                if next_at is not None:
+                    await conn.execute(
+                        "UPDATE schedules SET next_run_at = ?, updated_at = ? WHERE id = ? AND next_run_at IS NULL",
+                        (next_at, now, row["id"]),
+                    )
+                else:
+                    log.warning("schedule %s disabled: %s", row["id"], error)
+                    await conn.execute(
+                        "UPDATE schedules SET enabled = 0, last_status = 'failed', updated_at = ? WHERE id = ?",
+                        (now, row["id"]),
+                    )
+
+    async def _fire(self, schedule_id: str, due_at: float, now: float) -> int | None:
+        """Handle one due schedule; returns its thread id when an occurrence was enqueued."""
+        row = await self.db.fetchone("SELECT * FROM schedules WHERE id = ?", (schedule_id,))
+        if row is None or not row["enabled"] or row["next_run_at"] != due_at:
+            return None
+        tz = row["timezone"] or self.default_timezone
+        broken: str | None = None
+        try:
+            if row["cron_expr"]:
+                plan = plan_cron(row["cron_expr"], tz, due_at, now, self.grace_seconds)
+            else:
+                plan = plan_once(due_at, now, self.grace_seconds)
+        except ScheduleError as exc:
+            broken = str(exc)
+            plan = DuePlan(None, 0, False, None, None)
+        prompt, prompt_error = await self._prompt_text(row) if plan.fire_at is not None else (None, None)
+
+        async with self.db.transaction() as conn:
+            current = await (
+                await conn.execute(
+                    "SELECT enabled, next_run_at, updated_at FROM schedules WHERE id = ?", (schedule_id,)
+                )
+            ).fetchone()
+            # Another tick fired it, or it was edited since we read it: leave it to the next tick.
+            if current is None or not current[0] or current[1] != due_at or current[2] != row["updated_at"]:
+                return None
+            if broken is not None:
+                log.warning("schedule %s disabled: %s", schedule_id, broken)
+                await _insert_run(conn, schedule_id, due_at, "failed", broken, now)
+                await conn.execute(
+                    "UPDATE schedules SET enabled = 0, next_run_at = NULL, last_status = 'failed', "
+                    "updated_at = ? WHERE id = ?",
+                    (now, schedule_id),
+                )
+                return None
+            if plan.last_skipped_at is not None:
+                await _insert_run(conn, schedule_id, plan.last_skipped_at, "skipped", plan.skip_note(), now)
+            status, enqueued = ("skipped" if plan.fire_at is None else row["last_status"]), False
+            if plan.fire_at is not None and prompt_error is not None:
+                await _insert_run(conn, schedule_id, plan.fire_at, "failed", prompt_error, now)
+                status = "failed"
+            elif plan.fire_at is not None and await _insert_run(
+                conn, schedule_id, plan.fire_at, "queued", None, now
+            ):
+                payload = {
+                    "schedule_id": schedule_id,
+                    "persona": row["persona"],
+                    "prompt": prompt,
+                    "label": row["label"],
+                    "due_at": plan.fire_at,
+                }
+                await conn.execute(
+                    "INSERT INTO queue_items (thread_id, kind, payload, status, available_at, created_at, updated_at) "
+                    "VALUES (?, 'schedule', ?, 'pending', ?, ?, ?)",
+                    (row["thread_id"], json.dumps(payload, ensure_ascii=False), now, now, now),
+                )
+                status, enqueued = "queued", True
+            last_run_at = plan.fire_at if plan.fire_at is not None else row["last_run_at"]
+            still_enabled = 1 if plan.next_at is not None else 0
+            await conn.execute(
+                "UPDATE schedules SET next_run_at = ?, enabled = ?, last_run_at = ?, last_status = ?, "
+                "updated_at = ? WHERE id = ?",
+                (plan.next_at, still_enabled, last_run_at, status, now, schedule_id),
+            )
+        if plan.skipped:
+            log.info("schedule %s: %s", schedule_id, plan.skip_note())
+        return row["thread_id"] if enqueued else None
+
+    async def _prompt_text(self, row: sqlite3.Row) -> tuple[str | None, str | None]:
+        """(prompt text, None) or (None, why it cannot be read); prompt files are read now."""
+        alias = row["prompt_file"]
+        if not alias:
+            return row["prompt"] or "", None
+        persona = (self._personas or {}).get(row["persona"])
+        path = persona.prompt_alias(alias) if persona is not None else None
+        if path is None:
+            return None, f"prompt file {alias!r} of persona {row['persona']!r} not found"
+        try:
+            text = await asyncio.to_thread(path.read_text, encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return None, f"prompt file {alias!r} could not be read: {exc}"
+        if not text.strip():
+            return None, f"prompt file {alias!r} is empty"
+        return text, None
+
+
+async def _insert_run(
+    conn: aiosqlite.Connection, schedule_id: str, due_at: float, status: str, error: str | None, now: float
+) -> bool:
+    cursor = await conn.execute(
+        "INSERT INTO schedule_runs (schedule_id, due_at, status, error, created_at) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (schedule_id, due_at) DO NOTHING",
+        (schedule_id, due_at, status, error, now),
+    )
+    return bool(cursor.rowcount)
+
+
+async def _wait_any(*events: asyncio.Event, timeout: float) -> None:
+    waiters = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+        for waiter in waiters:
+            with contextlib.suppress(asyncio.CancelledError):
+                await waiter

@@ -1,0 +1,286 @@
+"""One agent turn for a leased batch: context -> model loop -> reply committed to the outbox.
+
+The reply, the assistant message, the run's usage and the completion of the queue items
+are written in one transaction, so a crash either leaves the batch to run again or has
+the reply safely in the outbox — never both, never neither.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from connectors.base import Connector, ThreadKey
+from gateway.config import Settings
+from gateway.events import EventBus
+from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
+from gateway.personas import Persona
+from gateway.queue import Batch, TurnHandler, complete_in
+from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
+from gateway.runtime.context import ChannelInfo, system_prompt, transcript
+from gateway.runtime.model import ChatMessage, ModelProvider
+from gateway.store.db import Database
+
+log = logging.getLogger("talon.turns")
+
+APOLOGY = (
+    "Sorry — I couldn't answer that: the model provider failed. The operator can find the details in the log."
+)
+STOPPED = "Stopped."
+
+
+class TurnTools(Protocol):
+    """The plug-in point for tools: what a persona gets in a given turn."""
+
+    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox: ...
+
+    def instructions(self, persona: Persona) -> Sequence[str]: ...
+
+
+class NoTurnTools:
+    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox:
+        return NoTools()
+
+    def instructions(self, persona: Persona) -> Sequence[str]:
+        return ()
+
+
+class ScheduleResults(Protocol):
+    async def __call__(
+        self, schedule_id: str, due_at: float, *, status: str, run_id: int | None, error: str | None
+    ) -> None: ...
+
+
+class TurnRunner(TurnHandler):
+    def __init__(
+        self,
+        *,
+        db: Database,
+        settings: Settings,
+        personas: Mapping[str, Persona],
+        providers: Mapping[str, ModelProvider],
+        connectors: Mapping[str, Connector],
+        outbox: Outbox,
+        bus: EventBus,
+        tools: TurnTools | None = None,
+        schedule_results: ScheduleResults | None = None,
+    ):
+        self.db = db
+        self.settings = settings
+        self.personas = personas
+        self.providers = providers
+        self.connectors = connectors
+        self.outbox = outbox
+        self.bus = bus
+        self.tools = tools or NoTurnTools()
+        self.schedule_results = schedule_results
+        self._channels = [
+            ChannelInfo(c.name, c.type, getattr(c, "home_chat", None)) for c in settings.channels
+        ]
+
+    async def _thread(self, thread_id: int) -> Any:
+        row = await self.db.fetchone("SELECT * FROM threads WHERE id = ?", (thread_id,))
+        if row is None:
+            raise LookupError(f"thread {thread_id} vanished")
+        return row
+
+    async def run(self, batch: Batch) -> None:
+        thread = await self._thread(batch.thread_id)
+        persona = self.personas.get(thread["persona"] or "")
+        if persona is None:
+            log.error(
+                "thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread["persona"]
+            )
+            return
+        key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
+        connector = self.connectors.get(key.channel)
+        (run_id,) = await self._insert_run(batch.thread_id, persona)
+        self.bus.publish(
+            batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
+        )
+        if connector:
+            await connector.set_working(key, True)
+        try:
+            async with asyncio.timeout(self.settings.agent.turn_timeout):
+                result = await self._think(batch, thread, persona, run_id)
+        except BaseException as exc:
+            await self._end_run(
+                run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
+            )
+            raise
+        finally:
+            if connector:
+                with contextlib.suppress(Exception):
+                    await connector.set_working(key, False)
+        await self._commit(batch, thread, key, persona, run_id, result)
+
+    async def _insert_run(self, thread_id: int, persona: Persona) -> tuple[int]:
+        async with self.db.transaction() as conn:
+            rows = await conn.execute_fetchall(
+                "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+                (thread_id, persona.name, f"{persona.provider}:{persona.model}", time.time()),
+            )
+        return (rows[0][0],)
+
+    async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
+        await self.db.execute(
+            "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?",
+            (status, error, time.time(), run_id),
+        )
+
+    async def _think(self, batch: Batch, thread: Any, persona: Persona, run_id: int) -> TurnResult:
+        summary_row = await self.db.fetchone(
+            "SELECT value FROM memory_items WHERE thread_id = ? AND type = 'summary' ORDER BY updated_at DESC LIMIT 1",
+            (batch.thread_id,),
+        )
+        system = system_prompt(
+            persona,
+            timezone=self.settings.timezone,
+            channels=self._channels,
+            current_channel=thread["channel"],
+            tool_instructions=self.tools.instructions(persona),
+            summary=summary_row["value"] if summary_row else None,
+        )
+        messages = await transcript(
+            self.db,
+            batch.thread_id,
+            context_from=thread["context_from"],
+            budget_tokens=self.settings.agent.context_tokens,
+            upto_message_id=max(batch.message_ids) if batch.message_ids else None,
+        )
+        for item in batch.items:
+            if item.kind != "message":
+                messages.append(ChatMessage("user", _task_text(item.kind, item.payload)))
+        if not messages:
+            return TurnResult(text="")
+        provider = self.providers[persona.provider]
+        return await run_agent(
+            provider,
+            model=persona.model,
+            system=system,
+            messages=_alternate(messages),
+            tools=self.tools.toolbox(persona, batch.thread_id, run_id),
+            max_turns=persona.max_turns or self.settings.agent.max_turns,
+            max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
+            call_timeout=self.settings.agent.turn_timeout,
+        )
+
+    async def _commit(
+        self, batch: Batch, thread: Any, key: ThreadKey, persona: Persona, run_id: int, result: TurnResult
+    ) -> None:
+        scheduled = [i for i in batch.items if i.kind == "schedule"]
+        # A scheduled run that already posted with channel_send, or has nothing to say, sends nothing more.
+        silent = not result.text or (scheduled and "channel_send" in result.tool_calls)
+        connector = self.connectors.get(key.channel)
+        chunks = connector.render(result.text) if (connector and not silent) else []
+        reply_to = await self._reply_target(batch)
+        now = time.time()
+        outbox_ids: list[int] = []
+        async with self.db.transaction() as conn:
+            message_id = None
+            if not silent:
+                (message_id,) = (
+                    await conn.execute_fetchall(
+                        "INSERT INTO messages (thread_id, role, text, persona, run_id, created_at) "
+                        "VALUES (?, 'assistant', ?, ?, ?, ?) RETURNING id",
+                        (batch.thread_id, result.text, persona.name, run_id, now),
+                    )
+                )[0]
+                outbox_ids = await enqueue_chunks(
+                    conn,
+                    ThreadAddress(batch.thread_id, key),
+                    chunks,
+                    run_id=run_id,
+                    message_id=message_id,
+                    reply_to=reply_to,
+                )
+            await complete_in(conn, batch, run_id)
+            await conn.execute(
+                "UPDATE runs SET status = 'completed', input_tokens = ?, output_tokens = ?, model_calls = ?, "
+                "ended_at = ? WHERE id = ?",
+                (result.usage.input_tokens, result.usage.output_tokens, result.model_calls, now, run_id),
+            )
+        if outbox_ids:
+            self.outbox.notify(batch.thread_id)
+        for item in scheduled:
+            await self._schedule_result(item.payload, status="completed", run_id=run_id, error=None)
+        self.bus.publish(
+            batch.thread_id,
+            {
+                "type": "turn_ended",
+                "status": "completed",
+                "run_id": run_id,
+                "messages": batch.message_ids,
+                "outbox": outbox_ids,
+            },
+        )
+
+    async def _reply_target(self, batch: Batch) -> str | None:
+        """In groups, reply to the latest triggering platform message."""
+        if not batch.message_ids:
+            return None
+        row = await self.db.fetchone(
+            "SELECT m.platform_message_id, t.chat_type FROM messages m JOIN threads t ON t.id = m.thread_id "
+            "WHERE m.id = ?",
+            (max(batch.message_ids),),
+        )
+        if row and row["chat_type"] != "dm":
+            return row["platform_message_id"]
+        return None
+
+    async def _schedule_result(self, payload: dict[str, Any], **kwargs: Any) -> None:
+        if self.schedule_results and "schedule_id" in payload:
+            await self.schedule_results(payload["schedule_id"], payload.get("due_at", 0.0), **kwargs)
+
+    async def gave_up(self, batch: Batch, error: str, *, canceled: bool) -> None:
+        for item in batch.items:
+            if item.kind == "schedule":
+                await self._schedule_result(
+                    item.payload, status="canceled" if canceled else "failed", run_id=None, error=error
+                )
+        posted: list[int] = []
+        if batch.message_ids:
+            posted = await self.post_notice(batch.thread_id, STOPPED if canceled else APOLOGY)
+        self.bus.publish(
+            batch.thread_id,
+            {
+                "type": "turn_ended",
+                "status": "canceled" if canceled else "failed",
+                "error": error,
+                "messages": batch.message_ids,
+                "outbox": posted,
+            },
+        )
+
+    async def post_notice(self, thread_id: int, markdown: str) -> list[int]:
+        """A short gateway message (not from the model) into a thread."""
+        thread = await self._thread(thread_id)
+        key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
+        connector = self.connectors.get(key.channel)
+        if connector is None:
+            return []
+        async with self.db.transaction() as conn:
+            ids = await enqueue_chunks(conn, ThreadAddress(thread_id, key), connector.render(markdown))
+        self.outbox.notify(thread_id)
+        return ids
+
+
+def _task_text(kind: str, payload: dict[str, Any]) -> str:
+    if kind == "schedule":
+        label = f" «{payload['label']}»" if payload.get("label") else ""
+        return f"[scheduled task{label}] {payload.get('prompt', '')}"
+    return f"[{kind}] {payload.get('text') or payload.get('prompt') or ''}"
+
+
+def _alternate(messages: list[ChatMessage]) -> list[ChatMessage]:
+    out: list[ChatMessage] = []
+    for m in messages:
+        if out and out[-1].role == m.role:
+            out[-1] = ChatMessage(m.role, out[-1].content + "\n\n" + m.content)
+        else:
+            out.append(m)
+    return out
