@@ -207,38 +207,51 @@ class Scheduler:
                     (now, schedule_id),
                 )
                 return None
-            if plan.last_skipped_at is not None:
-                await _insert_run(conn, schedule_id, plan.last_skipped_at, "skipped", plan.skip_note(), now)
-            status, enqueued = ("skipped" if plan.fire_at is None else row["last_status"]), False
-            if plan.fire_at is not None and prompt_error is not None:
-                await _insert_run(conn, schedule_id, plan.fire_at, "failed", prompt_error, now)
-                status = "failed"
-            elif plan.fire_at is not None and await _insert_run(
-                conn, schedule_id, plan.fire_at, "queued", None, now
-            ):
-                payload = {
-                    "schedule_id": schedule_id,
-                    "persona": row["persona"],
-                    "prompt": prompt,
-                    "label": row["label"],
-                    "due_at": plan.fire_at,
-                }
-                await conn.execute(
-                    "INSERT INTO queue_items (thread_id, kind, payload, status, available_at, created_at, updated_at) "
-                    "VALUES (?, 'schedule', ?, 'pending', ?, ?, ?)",
-                    (row["thread_id"], json.dumps(payload, ensure_ascii=False), now, now, now),
-                )
-                status, enqueued = "queued", True
-            last_run_at = plan.fire_at if plan.fire_at is not None else row["last_run_at"]
-            still_enabled = 1 if plan.next_at is not None else 0
-            await conn.execute(
-                "UPDATE schedules SET next_run_at = ?, enabled = ?, last_run_at = ?, last_status = ?, "
-                "updated_at = ? WHERE id = ?",
-                (plan.next_at, still_enabled, last_run_at, status, now, schedule_id),
-            )
+            enqueued = await self._record(conn, row, plan, prompt, prompt_error, now)
         if plan.skipped:
             log.info("schedule %s: %s", schedule_id, plan.skip_note())
         return row["thread_id"] if enqueued else None
+
+    async def _record(
+        self,
+        conn: aiosqlite.Connection,
+        row: sqlite3.Row,
+        plan: DuePlan,
+        prompt: str | None,
+        prompt_error: str | None,
+        now: float,
+    ) -> bool:
+        """Write the plan inside the firing transaction; True when a queue item was added."""
+        schedule_id = row["id"]
+        if plan.last_skipped_at is not None:
+            await _insert_run(conn, schedule_id, plan.last_skipped_at, "skipped", plan.skip_note(), now)
+        status, enqueued = ("skipped" if plan.fire_at is None else row["last_status"]), False
+        if plan.fire_at is not None and prompt_error is not None:
+            await _insert_run(conn, schedule_id, plan.fire_at, "failed", prompt_error, now)
+            status = "failed"
+        elif plan.fire_at is not None and await _insert_run(
+            conn, schedule_id, plan.fire_at, "queued", None, now
+        ):
+            payload = {
+                "schedule_id": schedule_id,
+                "persona": row["persona"],
+                "prompt": prompt,
+                "label": row["label"],
+                "due_at": plan.fire_at,
+            }
+            await conn.execute(
+                "INSERT INTO queue_items (thread_id, kind, payload, status, available_at, created_at, updated_at) "
+                "VALUES (?, 'schedule', ?, 'pending', ?, ?, ?)",
+                (row["thread_id"], json.dumps(payload, ensure_ascii=False), now, now, now),
+            )
+            status, enqueued = "queued", True
+        last_run_at = plan.fire_at if plan.fire_at is not None else row["last_run_at"]
+        await conn.execute(
+            "UPDATE schedules SET next_run_at = ?, enabled = ?, last_run_at = ?, last_status = ?, "
+            "updated_at = ? WHERE id = ?",
+            (plan.next_at, 1 if plan.next_at is not None else 0, last_run_at, status, now, schedule_id),
+        )
+        return enqueued
 
     async def _prompt_text(self, row: sqlite3.Row) -> tuple[str | None, str | None]:
         """(prompt text, None) or (None, why it cannot be read); prompt files are read now."""
