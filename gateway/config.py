@@ -43,6 +43,11 @@ class ProviderSettings(_Strict):
     timeout: float = Field(120.0, gt=0, description="seconds per model call")
     max_retries: int = Field(3, ge=0, le=10, description="retries on 429/5xx/overloaded")
 
+    @field_validator("api_key", "base_url", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
+
 
 # ---------------------------------------------------------------- channels
 

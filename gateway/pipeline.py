@@ -7,11 +7,14 @@ is recognised by ``(channel, event_id)`` and changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from functools import partial
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
 from gateway.config import Binding
@@ -58,6 +61,8 @@ class Pipeline:
         self.db = db
         self.bindings = bindings
         self.on_queued = on_queued
+        self._waiting: list[tuple[_Intake, asyncio.Future[tuple[int, int] | None]]] = []
+        self._committer: asyncio.Task[None] | None = None
 
     async def ingest(self, event: InboundEvent) -> IntakeResult:
         key = event.thread_key
@@ -69,50 +74,10 @@ class Pipeline:
             status = IntakeStatus.STORED
         else:
             status = IntakeStatus.ACCEPTED
-        now = time.time()
-        async with self.db.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT INTO inbox_dedupe (channel, event_id, status, received_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT DO NOTHING",
-                (event.channel, event.event_id, command or status.value, now),
-            )
-            if cur.rowcount == 0:
-                return IntakeResult(IntakeStatus.DUPLICATE)
-            (thread_id,) = (
-                await conn.execute_fetchall(
-                    "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
-                    "updated_at = excluded.updated_at, persona = COALESCE(excluded.persona, threads.persona) "
-                    "RETURNING id",
-                    (key.channel, key.chat_id, key.thread_id or "", event.chat_type, persona, now, now),
-                )
-            )[0]
-            attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
-            (message_id,) = (
-                await conn.execute_fetchall(
-                    "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, "
-                    "platform_message_id, reply_to, attachments, event_id, created_at) "
-                    "VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                    (
-                        thread_id,
-                        event.sender.id,
-                        event.sender.display_name,
-                        event.text,
-                        persona,
-                        event.platform_message_id,
-                        event.reply_to,
-                        attachments,
-                        event.event_id,
-                        event.received_at,
-                    ),
-                )
-            )[0]
-            if status is IntakeStatus.ACCEPTED:
-                await conn.execute(
-                    "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
-                    "VALUES (?, 'message', ?, ?, ?, ?)",
-                    (thread_id, message_id, now, now, now),
-                )
+        row = await self._commit(_Intake(event, persona, status, command))
+        if row is None:
+            return IntakeResult(IntakeStatus.DUPLICATE)
+        thread_id, message_id = row
         if status is IntakeStatus.ACCEPTED:
             self.on_queued(thread_id)
         elif status is IntakeStatus.UNROUTED:
@@ -121,3 +86,97 @@ class Pipeline:
                 extra={"channel": event.channel, "chat": key.chat_id, "thread_id": thread_id},
             )
         return IntakeResult(status, thread_id, message_id)
+
+    async def _commit(self, intake: _Intake) -> tuple[int, int] | None:
+        """Group commit: events that arrive while a commit runs share the next one.
+
+        Each event still gets its own savepoint, so one bad event fails alone; every
+        caller returns only after the transaction holding its event has committed.
+        """
+        future: asyncio.Future[tuple[int, int] | None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((intake, future))
+        if self._committer is None or self._committer.done():
+            self._committer = asyncio.create_task(self._commit_waiting())
+        return await future
+
+    async def _commit_waiting(self) -> None:
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                outcomes = await self.db.run_transaction(partial(_commit_batch, [i for i, _ in batch]))
+            except Exception as exc:
+                outcomes = [exc] * len(batch)
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if future.done():
+                    continue
+                if isinstance(outcome, BaseException):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class _Intake:
+    event: InboundEvent
+    persona: str | None
+    status: IntakeStatus
+    command: str | None
+
+
+def _commit_batch(batch: list[_Intake], conn: sqlite3.Connection) -> list[tuple[int, int] | Exception | None]:
+    outcomes: list[tuple[int, int] | Exception | None] = []
+    for intake in batch:
+        conn.execute("SAVEPOINT intake")
+        try:
+            outcomes.append(_commit_event(intake, conn))
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO intake")
+            outcomes.append(exc)
+        conn.execute("RELEASE intake")
+    return outcomes
+
+
+def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """One event's rows (runs on the database thread). None for a duplicate."""
+    event, persona, status, command = intake.event, intake.persona, intake.status, intake.command
+    key = event.thread_key
+    now = time.time()
+    cur = conn.execute(
+        "INSERT INTO inbox_dedupe (channel, event_id, status, received_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (event.channel, event.event_id, command or status.value, now),
+    )
+    if cur.rowcount == 0:
+        return None
+    (thread_id,) = conn.execute(
+        "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+        "updated_at = excluded.updated_at, persona = COALESCE(excluded.persona, threads.persona) "
+        "RETURNING id",
+        (key.channel, key.chat_id, key.thread_id or "", event.chat_type, persona, now, now),
+    ).fetchone()
+    attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
+    (message_id,) = conn.execute(
+        "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, "
+        "platform_message_id, reply_to, attachments, event_id, created_at) "
+        "VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            thread_id,
+            event.sender.id,
+            event.sender.display_name,
+            event.text,
+            persona,
+            event.platform_message_id,
+            event.reply_to,
+            attachments,
+            event.event_id,
+            event.received_at,
+        ),
+    ).fetchone()
+    if status is IntakeStatus.ACCEPTED:
+        conn.execute(
+            "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
+            "VALUES (?, 'message', ?, ?, ?, ?)",
+            (thread_id, message_id, now, now, now),
+        )
+    return thread_id, message_id

@@ -151,6 +151,7 @@ class TurnRunner(TurnHandler):
             context_from=thread["context_from"],
             budget_tokens=self.settings.agent.context_tokens,
             upto_message_id=max(batch.message_ids) if batch.message_ids else None,
+            show_names=thread["chat_type"] != "dm",
         )
         for item in batch.items:
             if item.kind != "message":

@@ -53,7 +53,13 @@ def system_prompt(
 
 
 async def transcript(
-    db: Database, thread_id: int, *, context_from: int, budget_tokens: int, upto_message_id: int | None = None
+    db: Database,
+    thread_id: int,
+    *,
+    context_from: int,
+    budget_tokens: int,
+    upto_message_id: int | None = None,
+    show_names: bool = True,
 ) -> list[ChatMessage]:
     """The newest messages of the thread that fit the budget, oldest first.
 
@@ -68,7 +74,7 @@ async def transcript(
     picked: list[tuple[str, str]] = []
     spent = 0
     for row in rows:
-        text = _render_row(row)
+        text = _render_row(row, show_names)
         cost = estimate_tokens(text)
         if picked and spent + cost > budget_tokens:
             break
@@ -86,7 +92,7 @@ async def transcript(
     return merged
 
 
-def _render_row(row: object) -> str:
+def _render_row(row: object, show_names: bool) -> str:
     role, name, text, attachments = row["role"], row["sender_name"], row["text"], row["attachments"]  # type: ignore[index]
     if role == "system":
         return f"[system] {text}"
@@ -96,4 +102,4 @@ def _render_row(row: object) -> str:
     if attachments:
         files = ", ".join(f"{a['name']} ({a['path']})" for a in json.loads(attachments))
         out += f"\n[attachments: {files}]"
-    return f"[{name}] {out}" if name else out
+    return f"[{name}] {out}" if name and show_names else out
