@@ -1,0 +1,307 @@
+"""The ``anthropic`` provider: the Messages API through the official SDK, always streaming."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import httpx2
+import pydantic
+
+from gateway.config import SECRET_HINTS, ProviderSettings
+from gateway.runtime.model import (
+    ChatMessage,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from gateway.runtime.providers.retry import (
+    RetryableFailure,
+    RetryPolicy,
+    StreamTracker,
+    classify_status,
+    malformed_response,
+    run_with_retries,
+)
+from gateway.runtime.providers.tool_arguments import parse_tool_arguments
+
+
+class AnthropicProvider:
+    """A configured ``type: anthropic`` provider.
+
+    The SDK's own retries are off; :func:`~gateway.runtime.providers.retry.run_with_retries`
+    retries 429, 5xx, ``overloaded_error`` and connection errors instead.
+
+    Args:
+        name (:obj:`str`): The key under ``providers`` in talon.yaml.
+        settings (:class:`~gateway.config.ProviderSettings`): ``api_key``, ``base_url``,
+            ``timeout``, ``max_retries``.
+        backoff_base (:obj:`float`, optional): First retry delay without ``retry-after``.
+        retry_after_cap (:obj:`float`, optional): Longest wait honoured from ``retry-after``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        settings: ProviderSettings,
+        *,
+        backoff_base: float = 0.5,
+        retry_after_cap: float = 60.0,
+    ) -> None:
+        self.name = name
+        self._timeout = settings.timeout
+        self._policy = RetryPolicy(
+            max_retries=settings.max_retries, backoff_base=backoff_base, retry_after_cap=retry_after_cap
+        )
+        # Without a key the client is never built, so the SDK cannot fall back to
+        # credentials from the environment or a profile on disk.
+        self._client: anthropic.AsyncAnthropic | None = None
+        if settings.api_key:
+            self._client = anthropic.AsyncAnthropic(
+                api_key=settings.api_key,
+                base_url=settings.base_url,
+                timeout=settings.timeout,
+                max_retries=0,
+            )
+
+    async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
+        """Stream one Messages API call and return the whole response.
+
+        Raises:
+            :class:`~gateway.runtime.model.ProviderError`: See
+            :func:`~gateway.runtime.providers.retry.run_with_retries`.
+        """
+        client = self._client
+        if client is None:
+            var = SECRET_HINTS[("anthropic", "api_key")]
+            raise ProviderError(
+                f"providers.{self.name}.api_key is empty; set {var} in .env or the environment",
+                transient=False,
+            )
+        params = build_params(request)
+        tracker = StreamTracker()
+
+        async def attempt(remaining: float) -> ModelResponse:
+            return await self._attempt(client, params, remaining, on_text, tracker)
+
+        return await run_with_retries(
+            attempt,
+            self._policy,
+            provider=self.name,
+            timeout=min(self._timeout, request.timeout),
+            tracker=tracker,
+        )
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connections."""
+        if self._client is not None:
+            await self._client.close()
+
+    async def _attempt(
+        self,
+        client: anthropic.AsyncAnthropic,
+        params: dict[str, Any],
+        remaining: float,
+        on_text: TextDelta | None,
+        tracker: StreamTracker,
+    ) -> ModelResponse:
+        acc = _Accumulator()
+        try:
+            stream = await client.messages.create(**params, stream=True, timeout=remaining)
+            try:
+                async for event in stream:
+                    text = acc.feed(event)
+                    if text and on_text is not None:
+                        tracker.started = True
+                        await on_text(text)
+            finally:
+                await stream.close()
+        except (anthropic.APITimeoutError, httpx2.TimeoutException):
+            raise TimeoutError from None  # the shared loop reports it with the configured timeout
+        except anthropic.APIStatusError as exc:
+            raise classify_status(
+                self.name,
+                exc.status_code,
+                exc.api_message or _body_message(exc.body) or exc.message,
+                error_type=exc.type or _body_type(exc.body),
+                headers=exc.response.headers,
+            ) from None
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise RetryableFailure(f"model provider {self.name!r}: connection failed: {exc}") from None
+        except (anthropic.APIError, json.JSONDecodeError, pydantic.ValidationError) as exc:
+            detail = f"invalid JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise malformed_response(self.name, detail) from None
+        return acc.result(self.name)
+
+
+def build_params(request: ModelRequest) -> dict[str, Any]:
+    """The Messages API request body for ``request`` (without ``stream``)."""
+    params: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": to_anthropic_messages(request.messages),
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.tools:
+        params["tools"] = [to_anthropic_tool(t) for t in request.tools]
+    return params
+
+
+def to_anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+def to_anthropic_messages(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> list[dict[str, Any]]:
+    """Convert the neutral transcript to Messages API ``messages``.
+
+    Tool results become ``tool_result`` blocks in a user message; consecutive messages of
+    the same API role (several tool results, or results followed by user text) are merged
+    into one message, which keeps the roles alternating as the API expects. Blank text is
+    dropped because the API rejects empty text blocks.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role, blocks = _blocks(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+    if message.role == "tool":
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
+        if message.content:
+            block["content"] = message.content
+        if message.is_error:
+            block["is_error"] = True
+        return "user", [block]
+    blocks: list[dict[str, Any]] = []
+    if message.content.strip():
+        blocks.append({"type": "text", "text": message.content})
+    if message.role == "assistant":
+        blocks.extend(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
+            for call in message.tool_calls
+        )
+    return message.role, blocks
+
+
+@dataclass(slots=True)
+class _ToolBlock:
+    id: str
+    name: str
+    start_input: dict[str, Any]
+    json_parts: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Accumulator:
+    """Folds streaming events into one response."""
+
+    events: int = 0
+    finished: bool = False
+    text: list[str] = field(default_factory=list)
+    tools: dict[int, _ToolBlock] = field(default_factory=dict)
+    stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def feed(self, event: Any) -> str:
+        """Take one event; return text to stream to the caller, if any."""
+        self.events += 1
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            usage = getattr(getattr(event, "message", None), "usage", None)
+            self._usage(usage)
+        elif kind == "content_block_start":
+            block = getattr(event, "content_block", None)
+            block_type = getattr(block, "type", None)
+            if block_type == "text":
+                return self._add_text(getattr(block, "text", "") or "")
+            if block_type == "tool_use":
+                start = getattr(block, "input", None)
+                self.tools[getattr(event, "index", len(self.tools))] = _ToolBlock(
+                    id=getattr(block, "id", "") or f"toolu_{len(self.tools)}",
+                    name=getattr(block, "name", "") or "",
+                    start_input=start if isinstance(start, dict) else {},
+                )
+        elif kind == "content_block_delta":
+            delta = getattr(event, "delta", None)
+            delta_type = getattr(delta, "type", None)
+            if delta_type == "text_delta":
+                return self._add_text(getattr(delta, "text", "") or "")
+            if delta_type == "input_json_delta":
+                tool = self.tools.get(getattr(event, "index", -1))
+                if tool is not None:
+                    tool.json_parts.append(getattr(delta, "partial_json", "") or "")
+        elif kind == "message_delta":
+            self.stop_reason = getattr(getattr(event, "delta", None), "stop_reason", None) or self.stop_reason
+            self._usage(getattr(event, "usage", None))
+        elif kind == "message_stop":
+            self.finished = True
+        return ""
+
+    def _add_text(self, text: str) -> str:
+        if text:
+            self.text.append(text)
+        return text
+
+    def _usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        # Cached prompt tokens are reported apart from input_tokens; all of them were sent.
+        inputs = [
+            getattr(usage, k, None)
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        ]
+        if any(isinstance(n, int) for n in inputs):
+            self.input_tokens = sum(n for n in inputs if isinstance(n, int))
+        output = getattr(usage, "output_tokens", None)
+        if isinstance(output, int):
+            self.output_tokens = output
+
+    def result(self, provider: str) -> ModelResponse:
+        if self.events == 0:
+            raise malformed_response(provider, "the response held no stream events")
+        if not self.finished:
+            raise RetryableFailure(f"model provider {provider!r}: the stream ended before message_stop")
+        calls = tuple(
+            ToolCall(
+                id=tool.id,
+                name=tool.name,
+                arguments=parse_tool_arguments("".join(tool.json_parts))
+                if tool.json_parts
+                else tool.start_input,
+            )
+            for _, tool in sorted(self.tools.items())
+        )
+        stop = self.stop_reason or ("tool_use" if calls else "end_turn")
+        return ModelResponse(
+            text="".join(self.text),
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=Usage(self.input_tokens, self.output_tokens),
+        )
+
+
+def _body_message(body: object) -> str | None:
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
+
+
+def _body_type(body: object) -> str | None:
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
