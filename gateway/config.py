@@ -161,6 +161,10 @@ class OutboxSettings(_Strict):
     backoff_max: float = Field(300.0, gt=0)
 
 
+class SchedulerSettings(_Strict):
+    grace_seconds: float = Field(600.0, ge=0, description="a run missed while stopped still fires this late")
+
+
 class NetHttpSettings(_Strict):
     allowed_domains: list[str] = Field([], description="global allowlist; empty = the label is the only gate")
     allowed_private_hosts: list[str] = Field(
@@ -182,6 +186,7 @@ class Settings(_Strict):
     agent: AgentSettings = AgentSettings()
     outbox: OutboxSettings = OutboxSettings()
     net_http: NetHttpSettings = NetHttpSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
 

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from gateway.personas import Persona, load_personas
 from gateway.pipeline import Bindings, Pipeline, command_of
 from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
+from gateway.scheduler import Scheduler, record_result
 from gateway.store.db import DB_FILE, Database, open_database
 from gateway.turns import TurnRunner
 
@@ -120,6 +122,7 @@ class Gateway:
         self._control: ControlServer | None = None
         self._stopped = asyncio.Event()
         self._accepting = True
+        self._scheduler_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------ start
 
@@ -148,11 +151,20 @@ class Gateway:
             connectors=self.connectors,
             outbox=self.outbox,
             bus=self.bus,
+            schedule_results=partial(record_result, self.db),
         )
         self.queue = TurnQueue(self.db, self.settings.queue, self.turns)
+        self.scheduler = Scheduler(
+            self.db,
+            default_timezone=self.settings.timezone,
+            grace_seconds=self.settings.scheduler.grace_seconds,
+            on_enqueued=self.queue.notify,
+            personas=self.personas,
+        )
         self.pipeline = Pipeline(self.db, self.bindings, on_queued=self.queue.notify)
         await self.outbox.recover()
         await self.queue.start()
+        self._scheduler_task = asyncio.create_task(self.scheduler.run(self._stopped), name="scheduler")
         await asyncio.gather(*(self._start_connector(c) for c in self.connectors.values()))
         self._control = ControlServer(data / SOCKET_NAME, self)
         await self._control.start()
@@ -275,6 +287,9 @@ class Gateway:
         self._accepting = False
         if self._control:
             self._control.stop_listening()
+        self._stopped.set()
+        if self._scheduler_task:
+            await asyncio.gather(self._scheduler_task, return_exceptions=True)
         if hasattr(self, "queue"):
             await self.queue.stop(self.settings.shutdown_grace)
         if hasattr(self, "outbox"):

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from connectors.base import Connector, ThreadKey
 from gateway.config import Settings
 from gateway.events import EventBus
+from gateway.logs import run_id_var, thread_id_var
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.personas import Persona
 from gateway.queue import Batch, TurnHandler, complete_in
@@ -99,6 +100,8 @@ class TurnRunner(TurnHandler):
         key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
         connector = self.connectors.get(key.channel)
         (run_id,) = await self._insert_run(batch.thread_id, persona)
+        thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
+        run_id_var.set(run_id)
         self.bus.publish(
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )

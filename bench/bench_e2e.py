@@ -1,0 +1,89 @@
+"""End to end through the gateway with a model that answers instantly.
+
+200 console threads, each a closed loop (send, wait for the reply, send again), through
+the real pipeline, queue, turn runner, outbox and console channel. Reports replies/s and
+the gateway overhead per message: event committed -> reply handed to the channel (the
+instant model's own time is a few microseconds).
+
+    python bench/bench_e2e.py [--threads 200] [--messages 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from connectors.base import OutboundChunk, SendResult
+from gateway.runtime.model import ModelRequest, ModelResponse, TextDelta, Usage
+from tests.harness import running_gateway, write_config
+
+
+class InstantModel:
+    name = "instant"
+
+    async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
+        return ModelResponse(text=f"ok: {request.messages[-1].content[:40]}", usage=Usage(10, 3))
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def run(threads: int, messages: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = write_config(
+            Path(tmp),
+            provider={"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "x"},
+            extra={"queue": {"workers": 32}, "log_level": "warning"},
+        )
+        async with running_gateway(config) as gw:
+            gw.providers["fake"] = InstantModel()
+            console = gw.console(None)
+            assert console is not None
+            handed: dict[str, asyncio.Future[float]] = {}
+            original_send = console.send
+
+            async def timed_send(item: OutboundChunk) -> SendResult:
+                future = handed.get(item.thread.chat_id)
+                if future and not future.done():
+                    future.set_result(time.perf_counter())
+                return await original_send(item)
+
+            console.send = timed_send  # type: ignore[method-assign]
+            overheads: list[float] = []
+
+            async def conversation(t: int) -> None:
+                for n in range(messages):
+                    loop = asyncio.get_running_loop()
+                    handed[f"t{t}"] = loop.create_future()
+                    await console.submit(f"t{t}", f"message {n}")
+                    committed = time.perf_counter()
+                    overheads.append(await handed[f"t{t}"] - committed)
+
+            started = time.perf_counter()
+            await asyncio.gather(*(conversation(t) for t in range(threads)))
+            elapsed = time.perf_counter() - started
+    overheads.sort()
+    return {
+        "replies/s": threads * messages / elapsed,
+        "p50 overhead ms": statistics.median(overheads) * 1000,
+        "p99 overhead ms": overheads[int(len(overheads) * 0.99)] * 1000,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=200)
+    ap.add_argument("--messages", type=int, default=10, help="messages per thread")
+    args = ap.parse_args()
+    result = asyncio.run(run(args.threads, args.messages))
+    print(f"end to end: {args.threads} threads x {args.messages} messages, instant model")
+    for key, value in result.items():
+        print(f"  {key:>16}: {value:,.2f}")
+
+
+if __name__ == "__main__":
+    main()
