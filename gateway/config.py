@@ -244,12 +244,15 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     missing: dict[str, str] = {}
     raw = substitute_env(raw, load_env(file.parent), missing)
     raw["config_dir"] = file.parent.resolve()
+    problems: list[str] = []
+    settings: Settings | None = None
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, raw, missing)) from None
-    problems = _cross_check(settings, missing)
-    if problems:
+        problems = _describe(exc, raw, missing)
+    reported = {p.split(":", 1)[0] for p in problems}
+    problems += [p for p in _cross_check(raw) if p.split(":", 1)[0] not in reported]
+    if problems or settings is None:
         raise ConfigError(problems)
     return settings
 
@@ -328,25 +331,35 @@ def _describe(exc: ValidationError, raw: dict[str, Any], missing: dict[str, str]
     return problems
 
 
-def _cross_check(s: Settings, missing: dict[str, str]) -> list[str]:
+def _cross_check(raw: dict[str, Any]) -> list[str]:
+    """Checks across keys. Works on the raw mapping so that it runs (and reports) even
+    when some values failed validation."""
     problems: list[str] = []
-    names = [c.name for c in s.channels]
-    for i, ch in enumerate(s.channels):
-        if names.count(ch.name) > 1 and names.index(ch.name) != i:
-            problems.append(f"channels[{i}].name: {ch.name!r} is used twice; channel names must be unique")
-        for (ctype, key), var in SECRET_HINTS.items():
-            if ch.type == ctype and hasattr(ch, key) and not getattr(ch, key):
-                if key == "app_token":
-                    continue  # optional: without it Slack uses the HTTP Events API
+    channels = (
+        [c for c in raw.get("channels") or [] if isinstance(c, dict)]
+        if isinstance(raw.get("channels"), list)
+        else []
+    )
+    names = [c.get("name") for c in channels]
+    for i, ch in enumerate(channels):
+        ctype = ch.get("type")
+        if ch.get("name") is not None and names.index(ch.get("name")) != i:
+            problems.append(
+                f"channels[{i}].name: {ch.get('name')!r} is used twice; channel names must be unique"
+            )
+        for (secret_type, key), var in SECRET_HINTS.items():
+            if ctype == secret_type and key in ch and not ch[key] and key != "app_token":
                 problems.append(f"channels[{i}].{key}: empty; set {var} in .env or remove this channel")
-        if ch.type == "slack" and not ch.app_token and not ch.signing_secret:
+        if ctype == "slack" and not ch.get("app_token") and not ch.get("signing_secret"):
             problems.append(
                 f"channels[{i}]: Slack needs app_token (Socket Mode) or signing_secret (HTTP events); "
                 "set SLACK_APP_TOKEN in .env"
             )
-    for i, b in enumerate(s.bindings):
-        if b.channel not in names:
+    bindings = raw.get("bindings") if isinstance(raw.get("bindings"), list) else []
+    for i, b in enumerate(bindings):
+        if isinstance(b, dict) and b.get("channel") not in names:
             problems.append(
-                f"bindings[{i}].channel: no channel named {b.channel!r}; use one of {', '.join(names) or '(none)'}"
+                f"bindings[{i}].channel: no channel named {b.get('channel')!r}; "
+                f"use one of {', '.join(str(n) for n in names) or '(none)'}"
             )
     return problems

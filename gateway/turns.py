@@ -189,9 +189,9 @@ class TurnRunner(TurnHandler):
             if not silent:
                 (message_id,) = (
                     await conn.execute_fetchall(
-                        "INSERT INTO messages (thread_id, role, text, persona, run_id, created_at) "
-                        "VALUES (?, 'assistant', ?, ?, ?, ?) RETURNING id",
-                        (batch.thread_id, result.text, persona.name, run_id, now),
+                        "INSERT INTO messages (thread_id, role, text, persona, run_id, sort_key, created_at) "
+                        "VALUES (?, 'assistant', ?, ?, ?, ?, ?) RETURNING id",
+                        (batch.thread_id, result.text, persona.name, run_id, _after(batch), now),
                     )
                 )[0]
                 outbox_ids = await enqueue_chunks(
@@ -271,6 +271,11 @@ class TurnRunner(TurnHandler):
             ids = await enqueue_chunks(conn, ThreadAddress(thread_id, key), connector.render(markdown))
         self.outbox.notify(thread_id)
         return ids
+
+
+def _after(batch: Batch) -> float | None:
+    """The reply's place in the conversation: right after the last message it answers."""
+    return max(batch.message_ids) + 0.5 if batch.message_ids else None
 
 
 def _task_text(kind: str, payload: dict[str, Any]) -> str:

@@ -63,12 +63,14 @@ async def transcript(
 ) -> list[ChatMessage]:
     """The newest messages of the thread that fit the budget, oldest first.
 
+    User messages after ``upto_message_id`` belong to a later turn and are left out.
+
     Consecutive messages of one role are merged (providers want alternating roles), and
     the transcript always starts with a user message.
     """
     rows = await db.fetchall(
         "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
-        "AND (? IS NULL OR id <= ?) ORDER BY id DESC LIMIT 500",
+        "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT 500",
         (thread_id, context_from, upto_message_id, upto_message_id),
     )
     picked: list[tuple[str, str]] = []

@@ -27,6 +27,9 @@ CREATE TABLE messages (
     reply_to            TEXT,
     attachments         TEXT,                 -- JSON list, NULL when none
     event_id            TEXT,
+    -- Conversation order: a reply sorts right after the last message it answered, even
+    -- when messages that arrived during its turn have smaller ids. NULL = id.
+    sort_key            REAL,
     created_at          REAL NOT NULL
 );
 CREATE INDEX messages_by_thread ON messages (thread_id, id);

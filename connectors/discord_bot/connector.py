@@ -1,0 +1,345 @@
+"""The Discord channel: discord.py's gateway client in, REST messages out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import discord
+
+from connectors.base import (
+    ConnectorHealth,
+    ConnectorStartError,
+    ErrorClass,
+    InboundEvent,
+    IntakeHandler,
+    OutboundChunk,
+    RenderedChunk,
+    SendResult,
+    ThreadKey,
+)
+from connectors.discord_bot.client import TalonDiscordClient, api_base_for
+from connectors.discord_bot.inbound import InboundBuilder, RecentIds
+from connectors.discord_bot.lanes import Lanes
+from connectors.discord_bot.outbound import DiscordSender, request_trace
+from connectors.discord_bot.working import TypingIndicators
+from connectors.policy import ChannelPolicy
+from gateway.config import DiscordChannel
+
+log = logging.getLogger("talon.connectors.discord")
+
+# discord.py sleeps through shorter rate-limit waits itself; longer ones come back to the
+# outbox as TRANSIENT with retry_after (30 s is the smallest value discord.py accepts).
+_MAX_RATELIMIT_WAIT = 30.0
+_LOGIN_TIMEOUT = 30.0
+_RESTART_DELAY_CAP = 60.0
+_FATAL_CLOSE_CODES = {
+    4004: "the gateway rejected the bot token; reset it in the Discord Developer Portal",
+    4010: "invalid shard sent to the gateway",
+    4011: "the bot is in too many guilds and needs sharding",
+    4012: "invalid gateway API version",
+    4013: "invalid gateway intents",
+    4014: (
+        "the Message Content intent is not enabled for this bot: turn on Bot -> Privileged "
+        "Gateway Intents -> Message Content Intent in the Discord Developer Portal"
+    ),
+}
+
+_Item = tuple[discord.Message, dict[str, Any]]
+
+
+class _TokenRejected(ConnectorStartError):
+    """Discord answered 401: retrying with the same token cannot help."""
+
+
+class DiscordConnector:
+    """A Discord bot account as a Talon channel.
+
+    Messages arrive over discord.py's gateway connection (guild text channels, threads and
+    DMs); discord.py reconnects and resumes on its own, and its state is mirrored in
+    :attr:`health`. The gateway has no acknowledgement: if the intake raises, the connector
+    itself retries that message (same ``event_id``, so the pipeline deduplicates) with capped
+    backoff before the next message of the same chat; a message is lost only if the process
+    stops before its intake succeeds.
+
+    Args:
+        settings: the channel's settings.
+        files_dir: inbound attachments are saved under ``files_dir/<channel>/<chat>[/<thread>]``.
+        send_timeout: seconds one :meth:`send` may take (default ``settings.send_timeout`` or 60).
+        typing_interval: seconds between typing triggers (default ``settings.typing_interval`` or 8).
+        intake_retry_delay: first delay before retrying a failed intake (doubles, capped at 30 s).
+        intake_attempts: intake tries per message before it is dropped with an error log.
+    """
+
+    def __init__(
+        self,
+        settings: DiscordChannel,
+        *,
+        files_dir: Path,
+        send_timeout: float | None = None,
+        typing_interval: float | None = None,
+        intake_retry_delay: float = 0.5,
+        intake_attempts: int = 8,
+    ) -> None:
+        self.name = settings.name
+        self.health = ConnectorHealth()
+        self._settings = settings
+        self._files_dir = Path(files_dir)
+        self._send_timeout = float(send_timeout or getattr(settings, "send_timeout", None) or 60.0)
+        self._typing_interval = float(typing_interval or getattr(settings, "typing_interval", None) or 8.0)
+        self._intake_retry_delay = intake_retry_delay
+        self._intake_attempts = max(1, intake_attempts)
+        self._api_base = api_base_for(settings.api_base_url)
+        self._policy = ChannelPolicy.build(
+            settings.name,
+            allowed_users=settings.allowed_users,
+            allowed_chats=settings.allowed_chats,
+            trigger_words=settings.trigger_words,
+            require_mention=settings.require_mention,
+            allow_bots=settings.allow_bots,
+        )
+        self._sent_ids = RecentIds()
+        self._dm_chats: set[str] = set()
+        self._intake: IntakeHandler | None = None
+        self._client: TalonDiscordClient | None = None
+        self._builder: InboundBuilder | None = None
+        self._sender: DiscordSender | None = None
+        self._typing: TypingIndicators | None = None
+        self._lanes: Lanes[_Item] = Lanes(self._process)
+        self._runner: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def start(self, intake: IntakeHandler) -> None:
+        """Check the token, then run the gateway connection in the background.
+
+        Raises:
+            ConnectorStartError: the token is empty or rejected, or the API is unreachable.
+        """
+        if self._client is not None:
+            return
+        self._intake = intake
+        client = await self._login()
+        self._bind(client)
+        me = client.user
+        log.info("discord channel %s logged in as %s (%s)", self.name, me, me.id if me else "?")
+        self._runner = asyncio.create_task(self._run_gateway(), name=f"discord-gateway-{self.name}")
+
+    async def stop(self) -> None:
+        """Stop receiving, cancel background work and close the HTTP session. Idempotent."""
+        if self._stopping:
+            return
+        self._stopping = True
+        client = self._client
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._runner
+        await self._lanes.close()
+        if self._typing is not None:
+            await self._typing.close()
+        self.health.set("stopped")
+
+    def _new_client(self) -> TalonDiscordClient:
+        return TalonDiscordClient(
+            on_message=self._on_message,
+            on_state=self._on_state,
+            api_base=self._api_base,
+            gateway_url=self._settings.gateway_url,
+            http_trace=request_trace(),
+            max_ratelimit_timeout=_MAX_RATELIMIT_WAIT,
+        )
+
+    async def _login(self) -> TalonDiscordClient:
+        token = self._settings.token.strip()
+        if not token:
+            raise ConnectorStartError(
+                f"{self.name}: the Discord bot token is empty; set DISCORD_BOT_TOKEN (or this "
+                "channel's token) to the token from the Discord Developer Portal (Bot -> Reset Token)"
+            )
+        client = self._new_client()
+        where = self._api_base or "discord.com"
+        try:
+            async with asyncio.timeout(_LOGIN_TIMEOUT):
+                await client.login(token)
+                if self._api_base and not self._settings.gateway_url:
+                    _, url, _ = await client.http.get_bot_gateway()
+                    client.set_gateway_url(url)
+        except discord.LoginFailure:
+            await client.close()
+            raise _TokenRejected(
+                f"{self.name}: Discord rejected the bot token (401 Unauthorized); copy a fresh token "
+                "from the Discord Developer Portal (your application -> Bot -> Reset Token) into "
+                "DISCORD_BOT_TOKEN"
+            ) from None
+        except discord.GatewayNotFound:
+            await client.close()
+            raise ConnectorStartError(
+                f"{self.name}: {where} did not return a gateway URL; set gateway_url for this channel"
+            ) from None
+        except discord.HTTPException as exc:
+            await client.close()
+            raise ConnectorStartError(
+                f"{self.name}: Discord answered {exc.status} while checking the bot token: {exc.text}"
+            ) from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            await client.close()
+            raise ConnectorStartError(
+                f"{self.name}: cannot reach the Discord API at {where} ({exc!r}); check the network "
+                "or this channel's api_base_url"
+            ) from None
+        return client
+
+    def _bind(self, client: TalonDiscordClient) -> None:
+        self._client = client
+        self._builder = InboundBuilder(
+            channel=self.name,
+            client=client,
+            policy=self._policy,
+            files_dir=self._files_dir,
+            max_attachment_bytes=self._settings.max_attachment_bytes,
+            sent_ids=self._sent_ids,
+        )
+        self._builder.dm_chats = self._dm_chats
+        self._sender = DiscordSender(
+            client, send_timeout=self._send_timeout, sent_ids=self._sent_ids, dm_chats=self._dm_chats
+        )
+        self._typing = TypingIndicators(client, interval=self._typing_interval)
+
+    async def _run_gateway(self) -> None:
+        """Keep discord.py's connect loop running; it reconnects by itself, this restarts it
+        (new login, capped jittered backoff) if it ever gives up on a recoverable error."""
+        delay = 1.0
+        while not self._stopping:
+            client = self._client
+            assert client is not None
+            reason = "gateway connection ended"
+            try:
+                await client.connect(reconnect=True)
+            except asyncio.CancelledError:
+                raise
+            except discord.PrivilegedIntentsRequired:
+                self._fail(_FATAL_CLOSE_CODES[4014])
+                return
+            except discord.ConnectionClosed as exc:
+                if exc.code in _FATAL_CLOSE_CODES:
+                    self._fail(f"{_FATAL_CLOSE_CODES[exc.code]} (close code {exc.code})")
+                    return
+                reason = f"gateway closed with code {exc.code}"
+            except Exception as exc:
+                reason = f"gateway failed: {exc!r}"
+            if self._stopping:
+                return
+            wait = delay * random.uniform(0.5, 1.0)
+            log.warning("discord channel %s: %s; reconnecting in %.1f s", self.name, reason, wait)
+            self.health.set("reconnecting", reason)
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, _RESTART_DELAY_CAP)
+            with contextlib.suppress(Exception):
+                await client.close()
+            try:
+                fresh = await self._login()
+            except _TokenRejected as exc:
+                self._fail(str(exc))
+                return
+            except ConnectorStartError as exc:
+                log.warning("%s", exc)
+                continue
+            if self._stopping:
+                await fresh.close()
+                return
+            old_typing = self._typing
+            self._bind(fresh)
+            if old_typing is not None:
+                await old_typing.close()
+
+    def _fail(self, detail: str) -> None:
+        log.error("discord channel %s stopped: %s", self.name, detail)
+        self.health.set("failed", detail)
+
+    def _on_state(self, state: str, detail: str) -> None:
+        if self._stopping or self.health.state == "failed":
+            return
+        if state != self.health.state:
+            log.info("discord channel %s %s%s", self.name, state, f" ({detail})" if detail else "")
+        self.health.set(state, detail)
+
+    # ---------------------------------------------------------------- inbound
+
+    def _on_message(self, message: discord.Message, raw: dict[str, Any]) -> None:
+        if self._stopping:
+            return
+        self._lanes.put(str(message.channel.id), (message, raw))
+
+    async def _process(self, item: _Item) -> None:
+        message, raw = item
+        builder = self._builder
+        if builder is None:
+            return
+        try:
+            event = await builder.build(message, raw)
+        except Exception:
+            log.exception("skipped discord message %s: it could not be read", message.id)
+            return
+        if event is not None:
+            await self._deliver(event)
+
+    async def _deliver(self, event: InboundEvent) -> None:
+        intake = self._intake
+        assert intake is not None
+        delay = self._intake_retry_delay
+        for attempt in range(1, self._intake_attempts + 1):
+            try:
+                await intake(event)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if attempt == self._intake_attempts:
+                    log.error(
+                        "discord message %s in %s dropped: intake failed %d times (last: %r)",
+                        event.event_id,
+                        event.thread_key,
+                        attempt,
+                        exc,
+                    )
+                    return
+                log.warning(
+                    "intake of discord message %s failed (%r); retrying in %.1f s",
+                    event.event_id,
+                    exc,
+                    delay,
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 30.0)
+
+    # ---------------------------------------------------------------- outbound
+
+    def render(self, markdown: str) -> list[RenderedChunk]:
+        from connectors.render import render_markdown
+
+        return render_markdown(markdown, "discord")
+
+    async def send(self, item: OutboundChunk) -> SendResult:
+        sender = self._sender
+        if sender is None or self._stopping:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
+        return await sender.send(item)
+
+    async def set_working(self, thread: ThreadKey, working: bool) -> None:
+        typing = self._typing
+        if typing is None or self._stopping:
+            return
+        try:
+            typing.set(thread, working)
+        except Exception:
+            log.debug("typing indicator for %s not changed", thread, exc_info=True)

@@ -1,0 +1,444 @@
+"""A Discord REST API + gateway websocket on 127.0.0.1 that discord.py talks to unmodified.
+
+Use it as an async context manager::
+
+    async with FakeDiscord() as fake:
+        settings = DiscordChannel(name="d", type="discord", token=fake.token,
+                                  api_base_url=fake.api_base_url, gateway_url=fake.gateway_url)
+        ...
+        fake.inject_message(fake.channel_id, "hello", author_id=fake.user_id, mention_bot=True)
+        await fake.wait_for_sent(fake.channel_id, 1, timeout=5)
+
+REST lives under ``/api/v10`` (JSON responses carry ``Content-Type: application/json``
+exactly, which discord.py requires); the gateway is at ``/gateway``; attachment files are
+served from ``/attachments/...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.discord_api import payloads as p
+from tests.fakes.discord_api.gateway import Gateway
+
+__all__ = ["FakeDiscord"]
+
+_MAX_CONTENT = 2000
+
+
+@dataclass
+class _Failure:
+    status: int
+    code: int
+    retry_after: float | None
+    via: bool
+    message: str | None
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # Built by hand: web.json_response would add "; charset=utf-8" and discord.py would
+    # then treat the body as text.
+    return web.Response(
+        body=json.dumps(data).encode(),
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+class FakeDiscord:
+    """Stand-in for discord.com: records what the bot sent, injects what users say.
+
+    Args:
+        token: the only bot token accepted (REST ``Authorization: Bot <token>`` and IDENTIFY).
+        heartbeat_interval_ms: sent in HELLO.
+    """
+
+    def __init__(self, *, token: str = "fake-discord-token", heartbeat_interval_ms: int = 41_250) -> None:
+        self.token = token
+        self.bot_id = p.snowflake()
+        self.user_id = p.snowflake()
+        self.guild_id = p.snowflake()
+        self.channel_id = p.snowflake()
+        self.thread_id = p.snowflake()
+        self.dm_channel_id = p.snowflake()
+        self.bot_user = p.user(self.bot_id, "talonbot", bot=True)
+        self._users: dict[str, dict[str, Any]] = {
+            self.bot_id: self.bot_user,
+            self.user_id: p.user(self.user_id, "alice"),
+        }
+        self._channels: dict[str, dict[str, Any]] = {
+            self.channel_id: p.text_channel(self.channel_id, self.guild_id, "general"),
+            self.thread_id: p.thread_channel(
+                self.thread_id, self.guild_id, self.channel_id, self.user_id, "a thread"
+            ),
+            self.dm_channel_id: p.dm_channel(self.dm_channel_id, self._users[self.user_id]),
+        }
+        self._messages: dict[str, dict[str, Any]] = {}
+        self._sent: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._attempts: dict[str, int] = defaultdict(int)
+        self._typing: dict[str, int] = defaultdict(int)
+        self._files: dict[str, tuple[bytes, str | None]] = {}
+        self._downloads: dict[str, int] = defaultdict(int)
+        self._failures: list[_Failure] = []
+        self._delays: list[float] = []
+        self.gateway = Gateway(
+            token=token,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            ready_payloads=self._ready_payloads,
+            new_session_id=lambda: f"session-{p.snowflake()}",
+        )
+        self._runner: web.AppRunner | None = None
+        self._port = 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> FakeDiscord:
+        app = web.Application(middlewares=[self._auth])
+        app.router.add_get("/gateway", self.gateway.handle)
+        app.router.add_get("/api/v10/gateway", self._get_gateway)
+        app.router.add_get("/api/v10/gateway/bot", self._get_gateway)
+        app.router.add_get("/api/v10/users/@me", self._get_me)
+        app.router.add_get("/api/v10/oauth2/applications/@me", self._get_application)
+        app.router.add_get("/api/v10/channels/{cid}", self._get_channel)
+        app.router.add_post("/api/v10/channels/{cid}/messages", self._create_message)
+        app.router.add_post("/api/v10/channels/{cid}/typing", self._trigger_typing)
+        app.router.add_get("/attachments/{aid}/{filename}", self._get_file)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.gateway.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def api_base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self._port}/gateway"
+
+    # ---------------------------------------------------------------- test helpers
+
+    def inject_message(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        author_id: str,
+        guild: bool = True,
+        mention_bot: bool = False,
+        thread_id: str | None = None,
+        reply_to: str | None = None,
+        attachments: Iterable[dict[str, Any]] = (),
+        author_bot: bool = False,
+    ) -> str:
+        """A user posts a message; dispatched as MESSAGE_CREATE. Returns the message id.
+
+        ``thread_id`` posts inside that thread of ``channel_id`` (created on first use and,
+        unlike :attr:`thread_id`, unknown to the client's cache). Unknown guild channels are
+        created too. ``guild=False`` makes ``channel_id`` a DM channel with the author.
+        """
+        author = self._users.get(author_id) or p.user(author_id, f"user{author_id[-4:]}", bot=author_bot)
+        self._users.setdefault(author_id, author)
+        target = channel_id
+        if guild:
+            self._channels.setdefault(channel_id, p.text_channel(channel_id, self.guild_id, "new-channel"))
+            if thread_id is not None:
+                self._channels.setdefault(
+                    thread_id, p.thread_channel(thread_id, self.guild_id, channel_id, author_id, "thread")
+                )
+                target = thread_id
+        else:
+            self._channels.setdefault(channel_id, p.dm_channel(channel_id, author))
+        if mention_bot:
+            content = f"<@{self.bot_id}> {content}"
+        referenced = self._messages.get(reply_to) if reply_to else None
+        message = p.message(
+            message_id=p.snowflake(),
+            channel_id=target,
+            author=author,
+            content=content,
+            guild_id=self.guild_id if guild else None,
+            mentions=[self.bot_user] if mention_bot else [],
+            attachments=list(attachments),
+            referenced=referenced,
+        )
+        self._messages[message["id"]] = message
+        self.gateway.broadcast("MESSAGE_CREATE", message)
+        return message["id"]
+
+    def inject_dispatch(self, event: str, data: dict[str, Any]) -> None:
+        """Dispatch any payload as-is (malformed ones included)."""
+        self.gateway.broadcast(event, data)
+
+    def inject_frame(self, text: str) -> None:
+        """Send a raw websocket frame (e.g. one that is not JSON) to every connection."""
+        self.gateway.send_raw(text)
+
+    def add_file(
+        self, filename: str, data: bytes, *, content_type: str | None = None, size: int | None = None
+    ) -> dict[str, Any]:
+        """Host a file; returns the attachment object to pass to :meth:`inject_message`.
+
+        ``size`` overrides the declared size (to test a cap checked before downloading).
+        """
+        aid = p.snowflake()
+        self._files[aid] = (data, content_type)
+        url = f"{self.api_base_url}/attachments/{aid}/{filename}"
+        return p.attachment(aid, filename, len(data) if size is None else size, url, content_type)
+
+    def file_downloads(self, attachment: dict[str, Any]) -> int:
+        return self._downloads.get(attachment["id"], 0)
+
+    def sent(self, channel_id: str) -> list[dict[str, Any]]:
+        """Messages the bot created in this channel (or thread), oldest first."""
+        return list(self._sent.get(str(channel_id), []))
+
+    def send_attempts(self, channel_id: str) -> int:
+        """Every POST to this channel's messages, failed and retried ones included."""
+        return self._attempts.get(str(channel_id), 0)
+
+    def typing_count(self, channel_id: str) -> int:
+        return self._typing.get(str(channel_id), 0)
+
+    def fail_next_send(
+        self,
+        status: int,
+        code: int = 0,
+        retry_after: float | None = None,
+        *,
+        via: bool = True,
+        message: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Make the next ``times`` message POSTs fail with this status.
+
+        A 429 carries Discord's headers (``Via`` unless ``via=False``, ``Retry-After``,
+        ``X-RateLimit-*``) and body ``{"message", "retry_after", "global"}``.
+        """
+        for _ in range(times):
+            self._failures.append(_Failure(status, code, retry_after, via, message))
+
+    def delay_next_send(self, seconds: float) -> None:
+        """The next message is created at once but its response comes ``seconds`` later."""
+        self._delays.append(seconds)
+
+    async def wait_for_sent(self, channel_id: str, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+        await self._wait(lambda: len(self._sent.get(str(channel_id), [])) >= n, timeout, f"{n} sent")
+        return self.sent(channel_id)
+
+    async def wait_for_typing(self, channel_id: str, n: int = 1, timeout: float = 5.0) -> None:
+        await self._wait(lambda: self._typing.get(str(channel_id), 0) >= n, timeout, f"{n} typing")
+
+    async def wait_for_ready(self, *, identifies: int = 1, resumes: int = 0, timeout: float = 5.0) -> None:
+        """Until this many sessions were identified (READY sent) and resumed."""
+        await self._wait(
+            lambda: len(self.gateway.identifies) >= identifies and self.gateway.resumes >= resumes,
+            timeout,
+            f"{identifies} identify / {resumes} resume",
+        )
+
+    async def disconnect_all(self, code: int = 4000) -> None:
+        """Drop every gateway connection (resumable close code by default)."""
+        await self.gateway.disconnect_all(code)
+
+    async def _wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not done():
+            if loop.time() >= deadline:
+                raise TimeoutError(f"fake discord: timed out waiting for {what}")
+            await asyncio.sleep(0.01)
+
+    # ---------------------------------------------------------------- gateway payloads
+
+    def _ready_payloads(self, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+        ready = {
+            "v": 10,
+            "user": self.bot_user,
+            "guilds": [{"id": self.guild_id, "unavailable": True}],
+            "session_id": session_id,
+            "resume_gateway_url": self.gateway_url,
+            "application": {"id": self.bot_id, "flags": 0},
+            "private_channels": [],
+            "relationships": [],
+            "session_type": "normal",
+            "_trace": ["fake-gateway"],
+        }
+        guild = p.guild(
+            self.guild_id,
+            owner_id=self.user_id,
+            channels=[self._channels[self.channel_id]],
+            threads=[self._channels[self.thread_id]],
+            bot_user=self.bot_user,
+        )
+        return [("READY", ready), ("GUILD_CREATE", guild)]
+
+    # ---------------------------------------------------------------- REST
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        public = request.path in ("/gateway", "/api/v10/gateway") or request.path.startswith("/attachments/")
+        if not public and request.headers.get("Authorization") != f"Bot {self.token}":
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            return _json({"message": "404: Not Found", "code": 0}, status=404)
+        except web.HTTPMethodNotAllowed:
+            return _json({"message": "405: Method Not Allowed", "code": 0}, status=405)
+
+    async def _get_gateway(self, request: web.Request) -> web.Response:
+        data: dict[str, Any] = {"url": self.gateway_url}
+        if request.path.endswith("/bot"):
+            data |= {
+                "shards": 1,
+                "session_start_limit": {
+                    "total": 1000,
+                    "remaining": 999,
+                    "reset_after": 86_400_000,
+                    "max_concurrency": 1,
+                },
+            }
+        return _json(data)
+
+    async def _get_me(self, request: web.Request) -> web.Response:
+        return _json(self.bot_user)
+
+    async def _get_application(self, request: web.Request) -> web.Response:
+        return _json(p.application(self.bot_id, self._users[self.user_id]))
+
+    async def _get_channel(self, request: web.Request) -> web.Response:
+        channel = self._channels.get(request.match_info["cid"])
+        if channel is None:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        return _json(channel)
+
+    async def _trigger_typing(self, request: web.Request) -> web.Response:
+        cid = request.match_info["cid"]
+        if cid not in self._channels:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        self._typing[cid] += 1
+        return web.Response(status=204)
+
+    async def _get_file(self, request: web.Request) -> web.Response:
+        entry = self._files.get(request.match_info["aid"])
+        if entry is None:
+            return web.Response(status=404, text="not found")
+        self._downloads[request.match_info["aid"]] += 1
+        data, content_type = entry
+        return web.Response(body=data, content_type=content_type or "application/octet-stream")
+
+    async def _read_body(self, request: web.Request) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """JSON body, or multipart with ``payload_json`` plus ``files[n]`` parts."""
+        if request.content_type == "application/json":
+            return await request.json(), []
+        payload: dict[str, Any] = {}
+        files: list[dict[str, Any]] = []
+        reader = await request.multipart()
+        async for part in reader:
+            if part.name == "payload_json":
+                payload = json.loads(await part.text())  # type: ignore[union-attr]
+            else:
+                data = await part.read()  # type: ignore[union-attr]
+                files.append({"field": part.name, "filename": part.filename, "size": len(data)})
+        return payload, files
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        cid = request.match_info["cid"]
+        self._attempts[cid] += 1
+        try:
+            body, files = await self._read_body(request)
+        except Exception:  # not JSON, not multipart: Discord answers 400 as well
+            return _json({"message": "The request body contains invalid JSON.", "code": 50109}, status=400)
+        if self._failures:
+            return self._failure_response(self._failures.pop(0))
+        channel = self._channels.get(cid)
+        if channel is None:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
+        content = body.get("content") or ""
+        if len(content) > _MAX_CONTENT:
+            return _json(
+                {
+                    "message": "Invalid Form Body",
+                    "code": 50035,
+                    "errors": {
+                        "content": {
+                            "_errors": [
+                                {
+                                    "code": "BASE_TYPE_MAX_LENGTH",
+                                    "message": f"Must be {_MAX_CONTENT} or fewer in length.",
+                                }
+                            ]
+                        }
+                    },
+                },
+                status=400,
+            )
+        if not content and not files and not body.get("embeds"):
+            return _json({"message": "Cannot send an empty message", "code": 50006}, status=400)
+        nonce = body.get("nonce")
+        if nonce is not None and body.get("enforce_nonce"):
+            for existing in self._sent[cid]:
+                if existing.get("nonce") == str(nonce):
+                    return _json(existing)  # Discord answers a repeated nonce with the first message
+        ref = body.get("message_reference")
+        referenced = self._messages.get(str(ref["message_id"])) if ref else None
+        message = p.message(
+            message_id=p.snowflake(),
+            channel_id=cid,
+            author=self.bot_user,
+            content=content,
+            guild_id=channel.get("guild_id"),
+            referenced=referenced,
+            nonce=None if nonce is None else str(nonce),
+        )
+        record = {**message, "allowed_mentions": body.get("allowed_mentions"), "files": files}
+        self._messages[message["id"]] = message
+        self._sent[cid].append(record)
+        if self._delays:
+            await asyncio.sleep(self._delays.pop(0))
+        return _json(message, headers=self._ratelimit_headers(remaining=4, reset_after=1.0))
+
+    def _failure_response(self, failure: _Failure) -> web.Response:
+        if failure.status == 429:
+            retry_after = failure.retry_after if failure.retry_after is not None else 1.0
+            headers = self._ratelimit_headers(remaining=0, reset_after=retry_after)
+            headers["Retry-After"] = str(math.ceil(retry_after))
+            headers["X-RateLimit-Scope"] = "user"
+            if failure.via:
+                headers["Via"] = "1.1 google"
+            body = {
+                "message": failure.message or "You are being rate limited.",
+                "retry_after": retry_after,
+                "global": False,
+                "code": failure.code,
+            }
+            return _json(body, status=429, headers=headers)
+        default = {400: "400: Bad Request", 403: "Missing Permissions", 404: "Unknown Channel"}
+        message = failure.message or default.get(failure.status, f"{failure.status}: Error")
+        return _json({"message": message, "code": failure.code}, status=failure.status)
+
+    @staticmethod
+    def _ratelimit_headers(*, remaining: int, reset_after: float) -> dict[str, str]:
+        return {
+            "X-RateLimit-Limit": "5",
+            "X-RateLimit-Remaining": str(remaining),
+            "X-RateLimit-Reset-After": f"{reset_after:.3f}",
+            "X-RateLimit-Bucket": "fake-messages-bucket",
+        }

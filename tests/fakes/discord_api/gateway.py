@@ -1,0 +1,199 @@
+"""The gateway half of the fake: sessions, sequence numbers, HELLO/IDENTIFY/RESUME/heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+_LOG_LIMIT = 1000  # events kept per session for RESUME replay
+
+
+@dataclass(eq=False)
+class Connection:
+    """One websocket; everything it sends goes through ``queue`` so frames keep their order."""
+
+    ws: web.WebSocketResponse
+    compressor: Any = None  # a zlib compressobj when the client asked for zlib-stream
+    queue: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    session: Session | None = None
+    writer: asyncio.Task[None] | None = None
+
+    def send(self, payload: dict[str, Any] | str) -> None:
+        self.queue.put_nowait(payload if isinstance(payload, str) else json.dumps(payload))
+
+
+@dataclass(eq=False)
+class Session:
+    session_id: str
+    seq: int = 0
+    log: list[tuple[int, str]] = field(default_factory=list)
+    conn: Connection | None = None
+
+
+class Gateway:
+    """Speaks Discord's gateway protocol (JSON encoding, optional zlib-stream transport).
+
+    ``on_identified(conn)`` returns the READY user/guild payloads; the owner injects
+    dispatches with :meth:`broadcast`.
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        heartbeat_interval_ms: int,
+        ready_payloads: Callable[[str], list[tuple[str, dict[str, Any]]]],
+        new_session_id: Callable[[], str],
+    ) -> None:
+        self._token = token
+        self._heartbeat_ms = heartbeat_interval_ms
+        self._ready_payloads = ready_payloads
+        self._new_session_id = new_session_id
+        self.connections: set[Connection] = set()
+        self.sessions: dict[str, Session] = {}
+        self._pending: list[tuple[str, dict[str, Any]]] = []
+        self.identifies: list[dict[str, Any]] = []
+        self.resumes = 0
+        self.heartbeats = 0
+        self.connect_queries: list[dict[str, str]] = []
+
+    # ---------------------------------------------------------------- dispatching
+
+    def broadcast(self, event: str, data: dict[str, Any]) -> None:
+        """Dispatch to every session; before the first IDENTIFY, hold it until READY."""
+        if not self.sessions:
+            self._pending.append((event, data))
+            return
+        for session in self.sessions.values():
+            self._dispatch(session, event, data)
+
+    def _dispatch(self, session: Session, event: str, data: dict[str, Any]) -> None:
+        session.seq += 1
+        text = json.dumps({"op": 0, "t": event, "s": session.seq, "d": data})
+        session.log.append((session.seq, text))
+        del session.log[:-_LOG_LIMIT]
+        if session.conn is not None:
+            session.conn.send(text)
+
+    def send_raw(self, text: str) -> None:
+        """Send ``text`` as a frame on every live connection, outside any session log."""
+        for conn in self.connections:
+            conn.send(text)
+
+    async def disconnect_all(self, code: int) -> None:
+        """Close every socket; sessions stay resumable and keep collecting events."""
+        for conn in list(self.connections):
+            self._detach(conn)
+            with contextlib.suppress(Exception):
+                await conn.ws.close(code=code, message=b"fake disconnect")
+
+    async def close(self) -> None:
+        for conn in list(self.connections):
+            self._detach(conn)
+            if conn.writer is not None:
+                conn.writer.cancel()
+            with contextlib.suppress(Exception):
+                await conn.ws.close(code=1001, message=b"server shutting down")
+
+    # ---------------------------------------------------------------- websocket
+
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=0)
+        await ws.prepare(request)
+        self.connect_queries.append(dict(request.query))
+        compressor = zlib.compressobj() if request.query.get("compress") == "zlib-stream" else None
+        conn = Connection(ws=ws, compressor=compressor)
+        conn.writer = asyncio.create_task(self._write_loop(conn))
+        self.connections.add(conn)
+        conn.send({"op": 10, "d": {"heartbeat_interval": self._heartbeat_ms, "_trace": ["fake-gateway"]}})
+        try:
+            async for msg in ws:
+                if msg.type is not WSMsgType.TEXT:
+                    continue
+                try:
+                    payload = json.loads(msg.data)
+                except ValueError:
+                    await ws.close(code=4002, message=b"Error while decoding payload.")
+                    break
+                await self._on_op(conn, payload)
+        finally:
+            self._detach(conn)
+            self.connections.discard(conn)
+            if conn.writer is not None:
+                conn.writer.cancel()
+        return ws
+
+    async def _write_loop(self, conn: Connection) -> None:
+        try:
+            while not conn.ws.closed:
+                text = await conn.queue.get()
+                if conn.compressor is not None:
+                    frame = conn.compressor.compress(text.encode()) + conn.compressor.flush(zlib.Z_SYNC_FLUSH)
+                    await conn.ws.send_bytes(frame)
+                else:
+                    await conn.ws.send_str(text)
+        except (ConnectionError, RuntimeError):
+            pass  # the socket went away; the reader side cleans up
+
+    async def _on_op(self, conn: Connection, payload: dict[str, Any]) -> None:
+        op = payload.get("op")
+        data = payload.get("d")
+        if op == 1:
+            self.heartbeats += 1
+            conn.send({"op": 11})
+        elif op == 2:
+            await self._identify(conn, data or {})
+        elif op == 6:
+            await self._resume(conn, data or {})
+        elif op in (3, 4, 8):
+            pass  # presence, voice state, member requests: accepted and ignored
+        else:
+            await conn.ws.close(code=4001, message=b"Unknown opcode.")
+
+    async def _identify(self, conn: Connection, data: dict[str, Any]) -> None:
+        if data.get("token") != self._token:
+            await conn.ws.close(code=4004, message=b"Authentication failed.")
+            return
+        self.identifies.append(data)
+        session = Session(session_id=self._new_session_id())
+        self.sessions[session.session_id] = session
+        self._attach(conn, session)
+        for event, body in self._ready_payloads(session.session_id):
+            self._dispatch(session, event, body)
+        pending, self._pending = self._pending, []
+        for event, body in pending:
+            self.broadcast(event, body)
+
+    async def _resume(self, conn: Connection, data: dict[str, Any]) -> None:
+        session = self.sessions.get(str(data.get("session_id")))
+        if data.get("token") != self._token:
+            await conn.ws.close(code=4004, message=b"Authentication failed.")
+            return
+        if session is None:
+            conn.send({"op": 9, "d": False})
+            return
+        self.resumes += 1
+        self._attach(conn, session)
+        last = int(data.get("seq") or 0)
+        for seq, text in session.log:
+            if seq > last:
+                conn.send(text)
+        self._dispatch(session, "RESUMED", {"_trace": ["fake-gateway"]})
+
+    def _attach(self, conn: Connection, session: Session) -> None:
+        if session.conn is not None and session.conn is not conn:
+            session.conn.session = None
+        session.conn = conn
+        conn.session = session
+
+    def _detach(self, conn: Connection) -> None:
+        if conn.session is not None and conn.session.conn is conn:
+            conn.session.conn = None
+        conn.session = None
