@@ -5,7 +5,7 @@ the real pipeline, queue, turn runner, outbox and console channel. Reports repli
 the gateway overhead per message: event committed -> reply handed to the channel (the
 instant model's own time is a few microseconds).
 
-    python bench/bench_e2e.py [--threads 200] [--messages 10]
+    python -m bench.bench_e2e [--threads 200] [--messages 10]
 """
 
 from __future__ import annotations

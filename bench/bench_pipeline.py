@@ -3,7 +3,7 @@
 Many producers (as connectors would be) push events concurrently; each event is one
 committed transaction (dedupe, thread upsert, message, queue item).
 
-    python bench/bench_pipeline.py [--events 10000] [--producers 32]
+    python -m bench.bench_pipeline [--events 10000] [--producers 32]
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from connectors.console import ConsoleConnector
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer, Reply
 from gateway.events import EventBus
+from gateway.host_tools import HostTools
 from gateway.notify import NotifyError, post_to_channel
 from gateway.outbox import Outbox
 from gateway.personas import Persona, load_personas
@@ -123,6 +124,8 @@ class Gateway:
         self._stopped = asyncio.Event()
         self._accepting = True
         self._scheduler_task: asyncio.Task[None] | None = None
+        self.host_tools: HostTools | None = None
+        self._warm_up: list[asyncio.Task[Any]] = []
 
     # ------------------------------------------------------------ start
 
@@ -140,9 +143,13 @@ class Gateway:
 
         self.db = await open_database(data / DB_FILE)
         self.providers = {name: build_provider(name, p) for name, p in self.settings.providers.items()}
+        used = {p.provider for p in self.personas.values()}
         for ch in self.settings.channels:
             self.connectors[ch.name] = build_connector(ch, data / "files")
         self.outbox = Outbox(self.db, self.connectors, self.settings.outbox)
+        self.host_tools = HostTools(
+            db=self.db, settings=self.settings, personas=self.personas, bindings=self.bindings, services=self
+        )
         self.turns = TurnRunner(
             db=self.db,
             settings=self.settings,
@@ -151,6 +158,7 @@ class Gateway:
             connectors=self.connectors,
             outbox=self.outbox,
             bus=self.bus,
+            tools=self.host_tools,
             schedule_results=partial(record_result, self.db),
         )
         self.queue = TurnQueue(self.db, self.settings.queue, self.turns)
@@ -163,11 +171,14 @@ class Gateway:
         )
         self.pipeline = Pipeline(self.db, self.bindings, on_queued=self.queue.notify)
         await self.outbox.recover()
+        await self.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await self.queue.start()
         self._scheduler_task = asyncio.create_task(self.scheduler.run(self._stopped), name="scheduler")
         await asyncio.gather(*(self._start_connector(c) for c in self.connectors.values()))
         self._control = ControlServer(data / SOCKET_NAME, self)
         await self._control.start()
+        # Import the SDKs the personas use now, off the loop, so the first turn doesn't wait.
+        self._warm_up = [asyncio.create_task(self.providers[name].warm_up()) for name in used]
         log.info(
             "talon ready: %d channels, %d personas, data in %s",
             len(self.connectors),
@@ -271,8 +282,73 @@ class Gateway:
             return {"ok": False, "error": str(exc)}
         return {"ok": True, "thread_id": posted.thread_id, "chunks": len(posted.outbox_ids)}
 
+    async def send_to_channel(
+        self,
+        *,
+        channel: str,
+        markdown: str,
+        origin_thread_id: int | None,
+        persona: str | None,
+        chat_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> dict[str, Any]:
+        """HostServices: post ``markdown`` into ``channel`` (``channel_send``).
+
+        The recipient is ``chat_id`` when given, else the origin thread when it is on
+        ``channel``, else the channel's ``home_chat``. The stored copy notes who sent it
+        from where, so the recipient thread's persona sees it in context.
+
+        Raises:
+            NotifyError: With a message naming what to change.
+        """
+        assert self.db is not None
+        settings = self.settings.channel(channel)
+        if settings is None:
+            names = ", ".join(c.name for c in self.settings.channels)
+            raise NotifyError(f"unknown channel {channel!r}; configured channels: {names}")
+        origin = (
+            await self.db.fetchone(
+                "SELECT channel, chat_id, thread_ref FROM threads WHERE id = ?", (origin_thread_id,)
+            )
+            if origin_thread_id is not None
+            else None
+        )
+        if chat_id:
+            key = ThreadKey(channel, str(chat_id))
+        elif origin is not None and origin["channel"] == channel:
+            key = ThreadKey(channel, origin["chat_id"], origin["thread_ref"] or None)
+        elif settings.home_chat:
+            key = ThreadKey(channel, str(settings.home_chat))
+        else:
+            here = f"; or send to {origin['channel']!r}" if origin is not None else ""
+            raise NotifyError(
+                f"channel {channel!r} has no home_chat and is not this conversation's channel; "
+                f"set home_chat for it in talon.yaml{here}"
+            )
+        where = f"{origin['channel']}:{origin['chat_id']}" if origin is not None else "outside a conversation"
+        posted = await post_to_channel(
+            db=self.db,
+            connectors=self.connectors,
+            outbox=self.outbox,
+            bindings=self.bindings,
+            key=key,
+            markdown=markdown,
+            persona=persona,
+            reply_to=reply_to,
+            note=f"[channel_send from persona {persona or '-'} in {where}]",
+        )
+        return {
+            "sent": True,
+            "channel": channel,
+            "chat": key.chat_id,
+            "threadId": posted.thread_id,
+            "messages": len(posted.outbox_ids),
+        }
+
     async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
-        return False
+        if self.host_tools is None:
+            return False
+        return await self.host_tools.handle_control(request, reply)
 
     # ------------------------------------------------------------ stop
 
@@ -292,6 +368,8 @@ class Gateway:
             await asyncio.gather(self._scheduler_task, return_exceptions=True)
         if hasattr(self, "queue"):
             await self.queue.stop(self.settings.shutdown_grace)
+        if self.host_tools is not None:
+            await self.host_tools.stop()  # after the turns, before the outbox's last flush
         if hasattr(self, "outbox"):
             if not await self.outbox.flush(max(1.0, self.settings.shutdown_grace)):
                 log.warning("outbox not fully flushed; the rest is delivered after the next start")
@@ -301,6 +379,7 @@ class Gateway:
         for connector in self.connectors.values():
             with contextlib.suppress(Exception):
                 await connector.stop()
+        await asyncio.gather(*self._warm_up, return_exceptions=True)
         for provider in self.providers.values():
             with contextlib.suppress(Exception):
                 await provider.aclose()

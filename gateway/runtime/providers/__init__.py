@@ -1,13 +1,56 @@
-"""Model providers: one class per API, built from ``providers.<name>`` in talon.yaml."""
+"""Model providers: one class per API, built from ``providers.<name>`` in talon.yaml.
+
+The SDKs take seconds to import, so :func:`build_provider` returns a :class:`LazyProvider`
+that imports its SDK off the event loop on first use (or on :meth:`LazyProvider.warm_up`,
+which the daemon calls right after it is ready). ``talon run`` is ready before that.
+"""
 
 from __future__ import annotations
 
-from gateway.config import ProviderSettings
-from gateway.runtime.model import ModelProvider
-from gateway.runtime.providers.anthropic_provider import AnthropicProvider
-from gateway.runtime.providers.openai_provider import OpenAIProvider
+import asyncio
+import importlib
+from typing import Any
 
-__all__ = ["AnthropicProvider", "OpenAIProvider", "build_provider"]
+from gateway.config import ProviderSettings
+from gateway.runtime.model import ModelProvider, ModelRequest, ModelResponse, TextDelta
+
+__all__ = ["LazyProvider", "build_provider"]
+
+_CLASSES = {
+    "anthropic": ("gateway.runtime.providers.anthropic_provider", "AnthropicProvider"),
+    "openai": ("gateway.runtime.providers.openai_provider", "OpenAIProvider"),
+}
+
+
+class LazyProvider:
+    """A provider whose SDK is imported when first needed."""
+
+    def __init__(self, name: str, settings: ProviderSettings, **options: Any):
+        if settings.type not in _CLASSES:
+            raise ValueError(
+                f"providers.{name}.type: unknown provider type {settings.type!r}; use anthropic or openai"
+            )
+        self.name = name
+        self.settings = settings
+        self._options = options
+        self._real: ModelProvider | None = None
+        self._lock = asyncio.Lock()
+
+    async def warm_up(self) -> ModelProvider:
+        async with self._lock:
+            if self._real is None:
+                module_name, class_name = _CLASSES[self.settings.type]
+                module = await asyncio.to_thread(importlib.import_module, module_name)
+                self._real = getattr(module, class_name)(self.name, self.settings, **self._options)
+            return self._real
+
+    async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
+        real = self._real or await self.warm_up()
+        return await real.complete(request, on_text)
+
+    async def aclose(self) -> None:
+        if self._real is not None:
+            await self._real.aclose()
 
 
 def build_provider(
@@ -16,7 +59,7 @@ def build_provider(
     *,
     backoff_base: float = 0.5,
     retry_after_cap: float = 60.0,
-) -> ModelProvider:
+) -> LazyProvider:
     """Build the provider ``settings.type`` names.
 
     Args:
@@ -29,10 +72,4 @@ def build_provider(
     Raises:
         :exc:`ValueError`: For a ``type`` no provider implements.
     """
-    if settings.type == "anthropic":
-        return AnthropicProvider(name, settings, backoff_base=backoff_base, retry_after_cap=retry_after_cap)
-    if settings.type == "openai":
-        return OpenAIProvider(name, settings, backoff_base=backoff_base, retry_after_cap=retry_after_cap)
-    raise ValueError(
-        f"providers.{name}.type: unknown provider type {settings.type!r}; use anthropic or openai"
-    )
+    return LazyProvider(name, settings, backoff_base=backoff_base, retry_after_cap=retry_after_cap)
