@@ -38,8 +38,11 @@ async def talon(
 class Daemon:
     """``talon run`` in the background; stopped (or killed) by the test."""
 
-    def __init__(self, config: Path, env: dict[str, str] | None = None, log_file: Path | None = None):
+    def __init__(
+        self, config: Path, env: dict[str, str] | None = None, log_file: Path | None = None, *args: str
+    ):
         self.config = config
+        self.args = args
         self.env = env or talon_env()
         self.log_file = log_file or config.parent / "daemon.log"
         self.proc: asyncio.subprocess.Process | None = None
@@ -51,6 +54,7 @@ class Daemon:
             "run",
             "-c",
             str(self.config),
+            *self.args,
             env=self.env,
             stdout=log,
             stderr=log,

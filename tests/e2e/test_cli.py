@@ -3,6 +3,8 @@ refusals a user meets when something is wrong."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sqlite3
 from pathlib import Path
 
@@ -116,3 +118,46 @@ async def test_backup_while_running_is_a_consistent_copy(tmp_path: Path) -> None
             texts = [r[0] for r in db.execute("SELECT text FROM messages ORDER BY id")]
             assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert texts == ["keep me", "echo: keep me"]
+
+
+async def test_sigterm_lets_the_running_turn_finish_and_deliver(tmp_path: Path) -> None:
+    async with FakeOpenAI(responder=lambda body: Reply(text="finished anyway", delay=1.0)) as fake:
+        bot = await _init(tmp_path, [f"OPENAI_BASE_URL={fake.base_url}", "TALON_MODEL=local:x"])
+        config = str(bot / "talon.yaml")
+        async with Daemon(bot / "talon.yaml") as daemon:
+            await daemon.start(bot / "data")
+            chat = asyncio.create_task(talon("chat", "-c", config, "-m", "long job"))
+            for _ in range(100):  # wait until the model call is in flight
+                if fake.requests:
+                    break
+                await asyncio.sleep(0.05)
+            assert await daemon.stop() == 0
+            code, out, err = await chat
+        assert (code, out.strip()) == (0, "finished anyway"), err
+        assert "stopping" in daemon.log()
+
+
+async def test_json_logs_carry_thread_and_run_ids(tmp_path: Path) -> None:
+    async with FakeOpenAI() as fake:
+        bot = await _init(tmp_path, [f"OPENAI_BASE_URL={fake.base_url}", "TALON_MODEL=local:x"])
+        async with Daemon(
+            bot / "talon.yaml", None, None, "--log-format", "json", "--log-level", "debug"
+        ) as daemon:
+            await daemon.start(bot / "data")
+            assert (await talon("chat", "-c", str(bot / "talon.yaml"), "-m", "hi"))[0] == 0
+            await daemon.stop()
+        lines = [json.loads(line) for line in daemon.log().splitlines() if line.startswith("{")]
+        assert lines, daemon.log()
+        assert all({"ts", "level", "logger", "msg"} <= set(line) for line in lines)
+        assert any(line.get("thread_id") and line.get("run_id") for line in lines)
+
+
+async def test_doctor_checks_the_provider_with_a_tiny_request(tmp_path: Path) -> None:
+    async with FakeOpenAI() as fake:
+        bot = await _init(tmp_path, [f"OPENAI_BASE_URL={fake.base_url}", "TALON_MODEL=local:tiny"])
+        code, out, _ = await talon("doctor", "-c", str(bot / "talon.yaml"))
+        assert code == 0 and "local:tiny answered" in out
+        assert fake.requests and fake.requests[0]["model"] == "tiny"
+    bot2 = await _init(tmp_path / "b", ["OPENAI_BASE_URL=http://127.0.0.1:9/v1", "TALON_MODEL=local:tiny"])
+    code, out, _ = await talon("doctor", "-c", str(bot2 / "talon.yaml"))
+    assert code == 1 and "FAIL  local:tiny" in out
