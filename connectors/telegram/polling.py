@@ -1,0 +1,166 @@
+"""Long polling with acknowledgement after commit.
+
+PTB's ``Updater`` confirms updates before a handler has run; this loop moves the
+``getUpdates`` offset past an update only after the gateway's intake returned for it,
+so a crash or an intake failure means Telegram delivers the update again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
+
+from connectors.base import ConnectorHealth
+from connectors.telegram.api import ALLOWED_UPDATES, TelegramBot, TelegramTuning, redact
+from connectors.telegram.sending import retry_after_seconds
+
+log = logging.getLogger("talon.connectors.telegram")
+
+UpdateHandler = Callable[[dict[str, Any]], Awaitable[None]]
+"""Processes one raw update; raising means "not committed, deliver it again"."""
+
+
+def silence_limit(poll_timeout: int, watchdog_seconds: float) -> float:
+    """How long a ``getUpdates`` call may stay unanswered before the poller is rebuilt.
+
+    A long poll legitimately lasts ``poll_timeout`` seconds; a watchdog shorter than that
+    counts from the end of the poll window instead of firing on every idle poll.
+    """
+    return watchdog_seconds if watchdog_seconds > poll_timeout else poll_timeout + watchdog_seconds
+
+
+class Poller:
+    """Runs ``getUpdates`` in a background task and hands each update to ``handle``.
+
+    Args:
+        name: the channel name (for logs and health).
+        make_bot: builds a client with a fresh HTTP session (called again by the watchdog).
+        handle: processes one update; the offset advances past it only when this returns.
+        health: updated with connected / reconnecting / failed.
+        poll_timeout: the long-poll seconds sent to Telegram.
+        watchdog_seconds: see :func:`silence_limit`.
+        tuning: backoff timings.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        make_bot: Callable[[], TelegramBot],
+        handle: UpdateHandler,
+        health: ConnectorHealth,
+        poll_timeout: int,
+        watchdog_seconds: float,
+        tuning: TelegramTuning,
+    ) -> None:
+        self._name = name
+        self._make_bot = make_bot
+        self._handle = handle
+        self._health = health
+        self._poll_timeout = poll_timeout
+        self._limit = silence_limit(poll_timeout, watchdog_seconds)
+        self._tuning = tuning
+        self._offset: int | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def offset(self) -> int | None:
+        """The next update id to ask for: everything below it is acknowledged."""
+        return self._offset
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"telegram poller {self._name}")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        bot = self._make_bot()
+        poll_failures = 0
+        intake_failures = 0
+        try:
+            while True:
+                try:
+                    updates = await asyncio.wait_for(
+                        bot.get_raw_updates(self._offset, self._poll_timeout, ALLOWED_UPDATES), self._limit
+                    )
+                except TimeoutError:
+                    log.warning(
+                        "%s: getUpdates silent for %.0f s; opening a new connection", self._name, self._limit
+                    )
+                    self._health.set(
+                        "reconnecting", f"getUpdates silent for {self._limit:.0f} s; reconnecting"
+                    )
+                    await bot.close()
+                    bot = self._make_bot()
+                    continue
+                except Exception as exc:
+                    poll_failures += 1
+                    delay = await self._poll_failed(bot, exc, poll_failures)
+                    await asyncio.sleep(delay)
+                    continue
+                poll_failures = 0
+                self._health.set("connected")
+                if await self._process(updates):
+                    intake_failures = 0
+                else:
+                    intake_failures += 1
+                    await asyncio.sleep(self._tuning.backoff(intake_failures))
+        finally:
+            await bot.close()
+
+    async def _process(self, updates: list[dict[str, Any]]) -> bool:
+        """Handle a batch in order; False when intake failed (the rest is fetched again)."""
+        for raw in updates:
+            update_id = raw.get("update_id") if isinstance(raw, dict) else None
+            if not isinstance(update_id, int):
+                log.warning("%s: skipping an update without an update_id", self._name)
+                continue
+            if self._offset is not None and update_id < self._offset:
+                continue
+            try:
+                await self._handle(raw)
+            except Exception:
+                log.exception(
+                    "%s: intake failed for update %s; it will be delivered again", self._name, update_id
+                )
+                return False
+            self._offset = update_id + 1
+        return True
+
+    async def _poll_failed(self, bot: TelegramBot, exc: Exception, failures: int) -> float:
+        """Record why getUpdates failed; returns the delay before the next attempt."""
+        delay = self._tuning.backoff(failures)
+        reason = redact(str(exc), bot.token) or type(exc).__name__
+        if isinstance(exc, RetryAfter):
+            delay = retry_after_seconds(exc)
+            self._health.set("reconnecting", f"flood control on getUpdates; waiting {delay:.0f} s")
+        elif isinstance(exc, Conflict) and "webhook" in reason.lower():
+            self._health.set("reconnecting", "a webhook is set for this bot; removing it to use long polling")
+            with contextlib.suppress(TelegramError):
+                await bot.delete_webhook()
+        elif isinstance(exc, Conflict):
+            self._health.set(
+                "reconnecting",
+                "409 Conflict: another process is polling with this bot token; stop the other instance",
+            )
+        elif isinstance(exc, InvalidToken):
+            delay = self._tuning.backoff_max
+            self._health.set("failed", "Telegram rejected the bot token; check the token in talon.yaml")
+        elif isinstance(exc, TelegramError):
+            self._health.set("reconnecting", f"getUpdates failed: {reason}")
+        else:
+            log.exception("%s: unexpected getUpdates failure", self._name)
+            self._health.set("reconnecting", f"getUpdates failed: {type(exc).__name__}: {reason}")
+        log.warning("%s: %s (retry in %.1f s)", self._name, self._health.detail, delay)
+        return delay

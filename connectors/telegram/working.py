@@ -1,0 +1,71 @@
+"""The "typing…" indicator: one small task per thread that repeats the chat action."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from telegram.error import RetryAfter, TelegramError
+
+from connectors.base import ThreadKey
+from connectors.telegram.sending import retry_after_seconds
+
+log = logging.getLogger("talon.connectors.telegram")
+
+
+class TypingIndicators:
+    """Keeps ``typing`` showing in each working thread until told to stop.
+
+    Telegram clears a chat action after about five seconds, so it is resent every
+    ``interval`` seconds. A thread nobody switches off stops after ``max_seconds``.
+
+    Args:
+        send_action: sends one ``typing`` action to a thread.
+        interval: seconds between actions.
+        max_seconds: the longest an indicator runs on its own.
+    """
+
+    def __init__(
+        self, send_action: Callable[[ThreadKey], Awaitable[object]], *, interval: float, max_seconds: float
+    ) -> None:
+        self._send_action = send_action
+        self._interval = interval
+        self._max_seconds = max_seconds
+        self._tasks: dict[ThreadKey, asyncio.Task[None]] = {}
+
+    def set(self, thread: ThreadKey, working: bool) -> None:
+        task = self._tasks.get(thread)
+        if working:
+            if task is None or task.done():
+                self._tasks[thread] = asyncio.create_task(self._run(thread), name=f"typing {thread}")
+        elif task is not None:
+            del self._tasks[thread]
+            task.cancel()
+
+    async def stop_all(self) -> None:
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self, thread: ThreadKey) -> None:
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._max_seconds
+        try:
+            while loop.time() < until:
+                delay = self._interval
+                try:
+                    await self._send_action(thread)
+                except RetryAfter as exc:
+                    delay = max(delay, retry_after_seconds(exc))
+                except TelegramError as exc:
+                    log.debug("typing indicator for %s failed: %s", thread, exc)
+                await asyncio.sleep(delay)
+        finally:
+            if self._tasks.get(thread) is asyncio.current_task():
+                del self._tasks[thread]
