@@ -10,6 +10,7 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from connectors.base import ChatType
 
@@ -43,6 +44,18 @@ class ChannelPolicy:
             trigger_words=tuple(w.lower() for w in trigger_words if w),
             require_mention=require_mention,
             allow_bots=allow_bots,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ChannelPolicy:
+        """From a chat channel's settings (TelegramChannel, SlackChannel, DiscordChannel)."""
+        return cls.build(
+            settings.name,
+            allowed_users=settings.allowed_users,
+            allowed_chats=settings.allowed_chats,
+            trigger_words=settings.trigger_words,
+            require_mention=settings.require_mention,
+            allow_bots=settings.allow_bots,
         )
 
     def admits(self, sender_id: str, chat_id: str, *, is_bot: bool = False) -> bool:

@@ -7,6 +7,7 @@ outbox in the same transaction, then rendered and delivered like any reply.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,27 +50,27 @@ async def post_to_channel(
     if not markdown.strip():
         raise NotifyError("the message is empty")
     chunks = connector.render(markdown)
-    now = time.time()
     bound = bindings.resolve(key.channel, key.chat_id)
-    async with db.transaction() as conn:
-        (thread_id,) = (
-            await conn.execute_fetchall(
-                "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
-                "VALUES (?, ?, ?, 'group', ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
-                "updated_at = excluded.updated_at RETURNING id",
-                (key.channel, key.chat_id, key.thread_id or "", bound, now, now),
-            )
-        )[0]
-        stored = f"{note}\n\n{markdown}" if note else markdown
-        (message_id,) = (
-            await conn.execute_fetchall(
-                "INSERT INTO messages (thread_id, role, text, persona, created_at) "
-                "VALUES (?, 'assistant', ?, ?, ?) RETURNING id",
-                (thread_id, stored, persona, now),
-            )
-        )[0]
-        ids = await enqueue_chunks(
+    stored = f"{note}\n\n{markdown}" if note else markdown
+
+    def commit(conn: sqlite3.Connection) -> tuple[int, int, list[int]]:
+        now = time.time()
+        (thread_id,) = conn.execute(
+            "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
+            "VALUES (?, ?, ?, 'group', ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+            "updated_at = excluded.updated_at RETURNING id",
+            (key.channel, key.chat_id, key.thread_id or "", bound, now, now),
+        ).fetchone()
+        (message_id,) = conn.execute(
+            "INSERT INTO messages (thread_id, role, text, persona, created_at) "
+            "VALUES (?, 'assistant', ?, ?, ?) RETURNING id",
+            (thread_id, stored, persona, now),
+        ).fetchone()
+        ids = enqueue_chunks(
             conn, ThreadAddress(thread_id, key), chunks, message_id=message_id, reply_to=reply_to
         )
+        return thread_id, message_id, ids
+
+    thread_id, message_id, ids = await db.run_transaction(commit)
     outbox.notify(thread_id)
     return Posted(thread_id, message_id, ids, key)

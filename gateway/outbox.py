@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,8 +32,8 @@ class ThreadAddress:
     key: ThreadKey
 
 
-async def enqueue_chunks(
-    conn: aiosqlite.Connection,
+def enqueue_chunks(
+    conn: sqlite3.Connection,
     address: ThreadAddress,
     chunks: Sequence[RenderedChunk],
     *,
@@ -40,32 +41,30 @@ async def enqueue_chunks(
     message_id: int | None = None,
     reply_to: str | None = None,
 ) -> list[int]:
-    """Insert outbox rows inside the caller's transaction; returns their ids."""
+    """Insert outbox rows inside the caller's transaction (database thread); returns ids."""
     now = time.time()
     ids = []
     for seq, chunk in enumerate(chunks):
-        (row_id,) = (
-            await conn.execute_fetchall(
-                "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, thread_ref, seq, format, "
-                "text, plain, reply_to, available_at, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    address.thread_id,
-                    run_id,
-                    message_id,
-                    address.key.channel,
-                    address.key.chat_id,
-                    address.key.thread_id or "",
-                    seq,
-                    chunk.format,
-                    chunk.text,
-                    chunk.plain,
-                    reply_to if seq == 0 else None,
-                    now,
-                    now,
-                ),
-            )
-        )[0]
+        (row_id,) = conn.execute(
+            "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, thread_ref, seq, format, "
+            "text, plain, reply_to, available_at, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                address.thread_id,
+                run_id,
+                message_id,
+                address.key.channel,
+                address.key.chat_id,
+                address.key.thread_id or "",
+                seq,
+                chunk.format,
+                chunk.text,
+                chunk.plain,
+                reply_to if seq == 0 else None,
+                now,
+                now,
+            ),
+        ).fetchone()
         ids.append(row_id)
     return ids
 

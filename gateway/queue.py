@@ -12,12 +12,12 @@ import asyncio
 import json
 import logging
 import random
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
-
-import aiosqlite
 
 from gateway.config import QueueSettings
 from gateway.runtime.model import ProviderError
@@ -69,10 +69,10 @@ class TurnHandler:
         """The batch ended without a reply: canceled, or failed for good (dead-lettered)."""
 
 
-async def complete_in(conn: aiosqlite.Connection, batch: Batch, run_id: int | None) -> None:
+def complete_in(conn: sqlite3.Connection, batch: Batch, run_id: int | None) -> None:
     """Mark a batch done inside the caller's transaction (atomic with its reply)."""
     marks = ",".join("?" * len(batch.items))
-    await conn.execute(
+    conn.execute(
         f"UPDATE queue_items SET status = 'done', run_id = ?, updated_at = ? WHERE id IN ({marks}) "
         "AND status = 'leased'",
         (run_id, time.time(), *batch.ids),
@@ -217,35 +217,7 @@ class TurnQueue:
             self._wake.set()  # a worker slot is free
 
     async def _lease(self, thread_id: int) -> Batch | None:
-        now = time.time()
-        async with self.db.transaction() as conn:
-            rows = await conn.execute_fetchall(
-                "SELECT id, kind, message_id, payload, attempts FROM queue_items "
-                "WHERE thread_id = ? AND status = 'pending' AND available_at <= ? ORDER BY id",
-                (thread_id, now),
-            )
-            if not rows:
-                return None
-            # Consecutive message items form one turn; any other kind runs alone.
-            take = [rows[0]]
-            if rows[0]["kind"] == "message":
-                for row in rows[1:]:
-                    if row["kind"] != "message":
-                        break
-                    take.append(row)
-            marks = ",".join("?" * len(take))
-            await conn.execute(
-                f"UPDATE queue_items SET status = 'leased', attempts = attempts + 1, lease_expires_at = ?, "
-                f"updated_at = ? WHERE id IN ({marks})",
-                (now + self.settings.lease_seconds, now, *(r["id"] for r in take)),
-            )
-        items = tuple(
-            QueueItem(
-                r["id"], r["kind"], r["message_id"], json.loads(r["payload"] or "{}"), r["attempts"] + 1
-            )
-            for r in take
-        )
-        return Batch(thread_id, items)
+        return await self.db.run_transaction(partial(_lease_batch, thread_id, self.settings.lease_seconds))
 
     async def _schedule_delayed(self, thread_id: int) -> None:
         row = await self.db.fetchone(
@@ -283,8 +255,7 @@ class TurnQueue:
             await self._failed(batch, f"{type(exc).__name__}: {exc}", transient=True)
             return
         # A handler that committed nothing to say still finishes its items.
-        async with self.db.transaction() as conn:
-            await complete_in(conn, batch, None)
+        await self.db.run_transaction(partial(complete_in, batch=batch, run_id=None))
 
     async def _failed(
         self, batch: Batch, error: str, *, transient: bool, retry_after: float | None = None
@@ -326,6 +297,36 @@ class TurnQueue:
             "AND status = 'leased'",
             (status, error, time.time(), *batch.ids),
         )
+
+
+def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection) -> Batch | None:
+    """Lease the thread's next batch (runs on the database thread, in one transaction)."""
+    now = time.time()
+    rows = conn.execute(
+        "SELECT id, kind, message_id, payload, attempts FROM queue_items "
+        "WHERE thread_id = ? AND status = 'pending' AND available_at <= ? ORDER BY id",
+        (thread_id, now),
+    ).fetchall()
+    if not rows:
+        return None
+    # Consecutive message items form one turn; any other kind runs alone.
+    take = [rows[0]]
+    if rows[0]["kind"] == "message":
+        for row in rows[1:]:
+            if row["kind"] != "message":
+                break
+            take.append(row)
+    marks = ",".join("?" * len(take))
+    conn.execute(
+        f"UPDATE queue_items SET status = 'leased', attempts = attempts + 1, lease_expires_at = ?, "
+        f"updated_at = ? WHERE id IN ({marks})",
+        (now + lease_seconds, now, *(r["id"] for r in take)),
+    )
+    items = tuple(
+        QueueItem(r["id"], r["kind"], r["message_id"], json.loads(r["payload"] or "{}"), r["attempts"] + 1)
+        for r in take
+    )
+    return Batch(thread_id, items)
 
 
 async def dead_letters(db: Database, limit: int = 20) -> list[dict[str, Any]]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, Protocol
 
 from connectors.base import Connector, ThreadKey
@@ -122,12 +124,13 @@ class TurnRunner(TurnHandler):
         await self._commit(batch, thread, key, persona, run_id, result)
 
     async def _insert_run(self, thread_id: int, persona: Persona) -> tuple[int]:
-        async with self.db.transaction() as conn:
-            rows = await conn.execute_fetchall(
+        values = (thread_id, persona.name, f"{persona.provider}:{persona.model}", time.time())
+        return await self.db.run_transaction(
+            lambda conn: conn.execute(
                 "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
-                (thread_id, persona.name, f"{persona.provider}:{persona.model}", time.time()),
-            )
-        return (rows[0][0],)
+                values,
+            ).fetchone()
+        )
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
         await self.db.execute(
@@ -182,32 +185,29 @@ class TurnRunner(TurnHandler):
         connector = self.connectors.get(key.channel)
         chunks = connector.render(result.text) if (connector and not silent) else []
         reply_to = await self._reply_target(batch)
-        now = time.time()
-        outbox_ids: list[int] = []
-        async with self.db.transaction() as conn:
-            message_id = None
+        address = ThreadAddress(batch.thread_id, key)
+
+        def commit(conn: sqlite3.Connection) -> list[int]:
+            now = time.time()
+            outbox_ids: list[int] = []
             if not silent:
-                (message_id,) = (
-                    await conn.execute_fetchall(
-                        "INSERT INTO messages (thread_id, role, text, persona, run_id, sort_key, created_at) "
-                        "VALUES (?, 'assistant', ?, ?, ?, ?, ?) RETURNING id",
-                        (batch.thread_id, result.text, persona.name, run_id, _after(batch), now),
-                    )
-                )[0]
-                outbox_ids = await enqueue_chunks(
-                    conn,
-                    ThreadAddress(batch.thread_id, key),
-                    chunks,
-                    run_id=run_id,
-                    message_id=message_id,
-                    reply_to=reply_to,
+                (message_id,) = conn.execute(
+                    "INSERT INTO messages (thread_id, role, text, persona, run_id, sort_key, created_at) "
+                    "VALUES (?, 'assistant', ?, ?, ?, ?, ?) RETURNING id",
+                    (batch.thread_id, result.text, persona.name, run_id, _after(batch), now),
+                ).fetchone()
+                outbox_ids = enqueue_chunks(
+                    conn, address, chunks, run_id=run_id, message_id=message_id, reply_to=reply_to
                 )
-            await complete_in(conn, batch, run_id)
-            await conn.execute(
+            complete_in(conn, batch, run_id)
+            conn.execute(
                 "UPDATE runs SET status = 'completed', input_tokens = ?, output_tokens = ?, model_calls = ?, "
                 "ended_at = ? WHERE id = ?",
                 (result.usage.input_tokens, result.usage.output_tokens, result.model_calls, now, run_id),
             )
+            return outbox_ids
+
+        outbox_ids = await self.db.run_transaction(commit)
         if outbox_ids:
             self.outbox.notify(batch.thread_id)
         for item in scheduled:
@@ -267,8 +267,10 @@ class TurnRunner(TurnHandler):
         connector = self.connectors.get(key.channel)
         if connector is None:
             return []
-        async with self.db.transaction() as conn:
-            ids = await enqueue_chunks(conn, ThreadAddress(thread_id, key), connector.render(markdown))
+        chunks = connector.render(markdown)
+        ids = await self.db.run_transaction(
+            partial(enqueue_chunks, address=ThreadAddress(thread_id, key), chunks=chunks)
+        )
         self.outbox.notify(thread_id)
         return ids
 

@@ -95,14 +95,7 @@ class DiscordConnector:
         self._intake_retry_delay = intake_retry_delay
         self._intake_attempts = max(1, intake_attempts)
         self._api_base = api_base_for(settings.api_base_url)
-        self._policy = ChannelPolicy.build(
-            settings.name,
-            allowed_users=settings.allowed_users,
-            allowed_chats=settings.allowed_chats,
-            trigger_words=settings.trigger_words,
-            require_mention=settings.require_mention,
-            allow_bots=settings.allow_bots,
-        )
+        self._policy = ChannelPolicy.from_settings(settings)
         self._sent_ids = RecentIds()
         self._dm_chats: set[str] = set()
         self._intake: IntakeHandler | None = None

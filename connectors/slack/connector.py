@@ -112,14 +112,7 @@ class SlackConnector:
         self._backoff = Backoff(base=reconnect_base, cap=reconnect_max)
         self._reaction = working_reaction
         self._api_root = (settings.api_base_url or DEFAULT_API_ROOT).rstrip("/")
-        self._policy = ChannelPolicy.build(
-            settings.name,
-            allowed_users=settings.allowed_users,
-            allowed_chats=settings.allowed_chats,
-            trigger_words=settings.trigger_words,
-            require_mention=settings.require_mention,
-            allow_bots=settings.allow_bots,
-        )
+        self._policy = ChannelPolicy.from_settings(settings)
         self._intake: IntakeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
         self._post_session: aiohttp.ClientSession | None = None

@@ -68,14 +68,7 @@ class TelegramConnector:
         self._settings = settings
         self._files_dir = files_dir
         self._tuning = tuning or TelegramTuning()
-        self._policy = ChannelPolicy.build(
-            settings.name,
-            allowed_users=settings.allowed_users,
-            allowed_chats=settings.allowed_chats,
-            trigger_words=settings.trigger_words,
-            require_mention=settings.require_mention,
-            allow_bots=settings.allow_bots,
-        )
+        self._policy = ChannelPolicy.from_settings(settings)
         self._bot: TelegramBot | None = None
         self._intake: IntakeHandler | None = None
         self._reader: UpdateReader | None = None

@@ -1,7 +1,9 @@
-"""The SQLite database: connection, pragmas, migrations and transactions.
+"""The SQLite database: connections, pragmas, migrations and transactions.
 
-One writer connection serves the whole daemon; :meth:`Database.transaction` serializes
-writers so that each pipeline/queue/outbox step is one atomic commit.
+Two connections, each on its own aiosqlite thread: the writer, used only under the write
+lock (so no coroutine ever runs a statement inside another's open transaction), and a
+reader for plain queries, which sees committed data only (WAL). A background task moves
+WAL pages into the database (checkpoints) off the commit path.
 """
 
 from __future__ import annotations
@@ -45,29 +47,22 @@ def code_schema_version() -> int:
 class Database:
     """An open Talon database. Use :func:`open_database` to get one."""
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path):
+    def __init__(self, conn: aiosqlite.Connection, reader: aiosqlite.Connection, path: Path):
         self.conn = conn
+        self.reader = reader
         self.path = path
         self._write_lock = asyncio.Lock()
-        self._checkpointer: asyncio.Task[None] | None = None
+        self._checkpointer = asyncio.create_task(self._checkpoint_loop(), name="wal-checkpointer")
 
-    def start_checkpointer(self, interval: float = 1.0) -> None:
-        """Move WAL pages into the database in the background (PASSIVE: never blocks writers).
-
-        The writer connection has autocheckpoint off: an inline checkpoint's fsync would
-        stall every commit queued behind it.
-        """
-
-        async def loop() -> None:
-            async with aiosqlite.connect(self.path) as conn:
-                while True:
-                    await asyncio.sleep(interval)
-                    try:
-                        await conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                    except sqlite3.Error as exc:
-                        log.warning("WAL checkpoint failed: %s", exc)
-
-        self._checkpointer = asyncio.create_task(loop(), name="wal-checkpointer")
+    async def _checkpoint_loop(self, interval: float = 1.0) -> None:
+        """PASSIVE checkpoints never block writers. The writer has autocheckpoint off: an
+        inline checkpoint's fsync would stall every commit queued behind it."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.reader.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:
+                log.warning("WAL checkpoint failed: %s", exc)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -103,31 +98,44 @@ class Database:
             return await self.conn._execute(transaction, self.conn._conn)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return list(await self.conn.execute_fetchall(sql, tuple(params)))
+        """A read of committed data (reader connection)."""
+        return list(await self.reader.execute_fetchall(sql, tuple(params)))
 
     async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        rows = await self.conn.execute_fetchall(sql, tuple(params))
+        rows = await self.reader.execute_fetchall(sql, tuple(params))
         return rows[0] if rows else None
 
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> None:
-        """One statement in its own transaction."""
-        async with self.transaction() as conn:
-            await conn.execute(sql, tuple(params))
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run several reads in one hop on the reader (one consistent snapshot)."""
+
+        def snapshot(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.rollback()
+
+        return await self.reader._execute(snapshot, self.reader._conn)
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
+        """One statement in its own transaction; returns the number of rows changed."""
+        values = tuple(params)
+        return await self.run_transaction(lambda conn: conn.execute(sql, values).rowcount)
 
     async def backup(self, target: Path) -> None:
         """A consistent copy, safe while the daemon writes (SQLite online backup)."""
         target.parent.mkdir(parents=True, exist_ok=True)
         async with aiosqlite.connect(target) as dst:
-            await self.conn.backup(dst)
+            await self.reader.backup(dst)
 
     async def close(self) -> None:
-        if self._checkpointer:
-            self._checkpointer.cancel()
-            await asyncio.gather(self._checkpointer, return_exceptions=True)
+        self._checkpointer.cancel()
+        await asyncio.gather(self._checkpointer, return_exceptions=True)
+        await self.reader.close()
         try:
             await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error:
-            pass  # another reader holds the WAL; the next start checkpoints
+            pass  # another process holds the WAL open; the next start checkpoints
         await self.conn.close()
 
 
@@ -150,16 +158,21 @@ async def open_database(path: Path, *, migrate: bool = True) -> Database:
             "PRAGMA temp_store=MEMORY",
             # Checkpoints (and their fsync) run on a separate connection, off the commit path.
             "PRAGMA wal_autocheckpoint=0",
+            "PRAGMA journal_size_limit=16777216",  # the WAL shrinks back after a checkpoint
         ):
             await conn.execute(pragma)
         if migrate:
             await apply_migrations(conn)
         else:
             await check_version(conn)
+        reader = await aiosqlite.connect(path, isolation_level=None)
+        reader.row_factory = sqlite3.Row
     except BaseException:
         await conn.close()
         raise
-    return Database(conn, path)
+    for pragma in ("PRAGMA query_only=ON", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY"):
+        await reader.execute(pragma)
+    return Database(conn, reader, path)
 
 
 async def schema_version(conn: aiosqlite.Connection) -> int:
