@@ -79,7 +79,7 @@ class Turn:
         return "\n\n".join(self.texts)
 
 
-async def say(gateway: Gateway, text: str, *, thread: str = "main", timeout: float = 10.0, **kw: Any) -> Turn:
+async def say(gateway: Gateway, text: str, *, thread: str = "main", timeout: float = 30.0, **kw: Any) -> Turn:
     """Send a console message and wait until its turn ended and the reply was delivered."""
     console = gateway.console(None)
     assert console is not None

@@ -14,6 +14,12 @@ from tests.fakes.model_script import last_user_text
 from tests.harness import provider_for, running_gateway, say, write_config
 
 
+async def _model_called(fake: FakeAnthropic, times: int = 1) -> None:
+    async with asyncio.timeout(30):
+        while len(fake.requests) < times:
+            await asyncio.sleep(0.01)
+
+
 async def test_console_message_gets_the_model_reply(tmp_path: Path) -> None:
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
@@ -75,7 +81,7 @@ async def test_messages_arriving_while_busy_join_the_next_turn(tmp_path: Path) -
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
             console = gw.console(None)
             first = asyncio.create_task(say(gw, "first"))
-            await asyncio.sleep(0.2)  # the first turn is now waiting on the model
+            await _model_called(fake)  # the first turn is now waiting on the model
             second = await console.submit("main", "second")
             third = asyncio.create_task(say(gw, "third"))
             await first
@@ -101,7 +107,7 @@ async def test_stop_cancels_the_running_turn_and_says_so(tmp_path: Path) -> None
     async with FakeAnthropic(responder=lambda b: Reply(text="too late", delay=5)) as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
             long_turn = asyncio.create_task(say(gw, "write a novel"))
-            await asyncio.sleep(0.3)
+            await _model_called(fake)
             stop = await gw.console(None).submit("main", "/stop")
             turn = await long_turn
             status = await gw.db.fetchone(

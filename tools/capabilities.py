@@ -1,0 +1,188 @@
+"""Capability labels: the grammar ``domain.action[:scope]`` and the one decision function.
+
+A persona's ``capabilities`` list holds labels such as ``channel.send:team-slack`` or
+``db.query:own``. A host tool is listed to a persona only when one of its labels carries the
+tool's prefix, and the bridge asks :func:`check` again before running the tool, this time
+enforcing the label's scope against the call's arguments. Both paths go through
+:func:`_grants`, so listing and execution can never disagree.
+
+Invalid labels grant nothing; the persona loader reports them through :func:`label_problem`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tools.base import HostTool
+
+__all__ = ["KNOWN_LABELS", "Decision", "ParsedLabel", "check", "label_problem", "may_list", "parse_label"]
+
+ANY = "*"
+_NAMED = "<name>"  # the scope is ``*`` or a name chosen by the operator
+
+# prefix -> the scope it takes: None (no scope), _NAMED, or the one fixed scope word.
+KNOWN_LABELS: Mapping[str, str | None] = {
+    "channel.send": _NAMED,
+    "memory.access": "thread",
+    "net.http": "egress",
+    "db.query": "own",
+    "schedule.manage": "own",
+    "subagent.invoke": None,
+    "subagent.background": None,
+    "persona.send": _NAMED,
+}
+# How a named scope is described in messages.
+_NAMED_HINT = {"channel.send": "<channel>", "persona.send": "<persona>"}
+
+_LABEL = re.compile(r"^(?P<prefix>[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)(?::(?P<scope>.*))?$")
+_SCOPE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedLabel:
+    """A label split into its capability prefix and scope (``None`` when it has none)."""
+
+    prefix: str
+    scope: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of :func:`check`.
+
+    Attributes:
+        allowed (:obj:`bool`): Whether the call may run.
+        reason (:obj:`str`): Which label allowed it, or why it was refused and what would fix it.
+    """
+
+    allowed: bool
+    reason: str
+
+
+def _usage(prefix: str) -> str:
+    scope = KNOWN_LABELS[prefix]
+    if scope is None:
+        return prefix
+    if scope == _NAMED:
+        return f"{prefix}:{_NAMED_HINT.get(prefix, _NAMED)}|*"
+    return f"{prefix}:{scope}"
+
+
+def _known_list() -> str:
+    return ", ".join(_usage(p) for p in KNOWN_LABELS)
+
+
+def parse_label(label: str) -> ParsedLabel | None:
+    """Split a valid label; ``None`` when :func:`label_problem` would report a problem."""
+    if label_problem(label) is not None:
+        return None
+    prefix, _, scope = label.partition(":")
+    return ParsedLabel(prefix, scope if ":" in label else None)
+
+
+def label_problem(label: Any) -> str | None:
+    """Say what is wrong with a capability label.
+
+    Args:
+        label (:obj:`str`): A label as written in ``persona.yaml``.
+
+    Returns:
+        :obj:`str` | :obj:`None`: ``None`` for a valid label, otherwise a message naming the
+        label and how to fix it.
+    """
+    if not isinstance(label, str):
+        return f"capability label {label!r} must be a string such as 'db.query:own'; known: {_known_list()}"
+    match = _LABEL.match(label)
+    if not match or match["prefix"] not in KNOWN_LABELS:
+        prefix = match["prefix"] if match else label.partition(":")[0].strip().lower()
+        close = difflib.get_close_matches(prefix, list(KNOWN_LABELS), n=1)
+        hint = f" (did you mean {_usage(close[0])!r}?)" if close else ""
+        return f"unknown capability label {label!r}{hint}; known: {_known_list()}"
+    prefix, scope = match["prefix"], match["scope"]
+    expected = KNOWN_LABELS[prefix]
+    if expected is None:
+        if scope is not None:
+            return f"capability label {label!r}: {prefix} takes no scope; write {prefix!r}"
+        return None
+    if scope is None or scope == "":
+        return f"capability label {label!r} needs a scope; write {_usage(prefix)!r}"
+    if expected == _NAMED:
+        if scope != ANY and not _SCOPE_NAME.match(scope):
+            return (
+                f"capability label {label!r}: scope {scope!r} must be '*' or a lower-case name "
+                f"(letters, digits, '-' and '_'); write {_usage(prefix)!r}"
+            )
+        return None
+    if scope != expected:
+        return f"capability label {label!r}: {prefix} only takes the scope {expected!r}; write {_usage(prefix)!r}"
+    return None
+
+
+def _grants(labels: Iterable[str], prefix: str) -> list[ParsedLabel]:
+    """The valid labels that carry ``prefix`` (the core shared by listing and checking)."""
+    found = []
+    for label in labels:
+        parsed = parse_label(label)
+        if parsed is not None and parsed.prefix == prefix:
+            found.append(parsed)
+    return found
+
+
+def may_list(labels: Iterable[str], tool: HostTool) -> bool:
+    """Whether ``tool`` is offered to a persona holding ``labels``.
+
+    Args:
+        labels (Iterable[:obj:`str`]): The persona's capability labels.
+        tool (:class:`tools.base.HostTool`): The tool in question.
+    """
+    return bool(_grants(labels, tool.prefix))
+
+
+def check(labels: Iterable[str], tool: HostTool, args: Mapping[str, Any]) -> Decision:
+    """Decide whether a persona holding ``labels`` may call ``tool`` with ``args``.
+
+    The tool must be listable (:func:`may_list`), and when the tool has a ``scope_arg`` the
+    value of that argument must be allowed by a label's scope: ``*`` allows any value, a
+    name allows exactly that value.
+
+    Args:
+        labels (Iterable[:obj:`str`]): The persona's capability labels.
+        tool (:class:`tools.base.HostTool`): The tool being called.
+        args (Mapping[:obj:`str`, Any]): The call's arguments.
+
+    Returns:
+        :class:`Decision`
+    """
+    grants = _grants(labels, tool.prefix)
+    if not grants:
+        return Decision(
+            False,
+            f"{tool.mcp_name} needs the capability {_usage(tool.prefix)!r}, which this persona does not hold",
+        )
+    if tool.scope_arg is None:
+        return Decision(True, f"allowed by {_render(grants[0])}")
+    if any(g.scope == ANY for g in grants):
+        return Decision(True, f"allowed by {tool.prefix}:{ANY}")
+    value = args.get(tool.scope_arg)
+    allowed = [g.scope for g in grants if g.scope is not None]
+    if not isinstance(value, str) or not value:
+        return Decision(
+            False,
+            f"{tool.mcp_name} needs {tool.scope_arg} as a non-empty string; allowed: {', '.join(allowed)}",
+        )
+    if value in allowed:
+        return Decision(True, f"allowed by {tool.prefix}:{value}")
+    return Decision(
+        False,
+        f"{tool.scope_arg} {value!r} is not permitted for this persona; "
+        f"its labels allow only {', '.join(repr(a) for a in allowed)}",
+    )
+
+
+def _render(label: ParsedLabel) -> str:
+    return label.prefix if label.scope is None else f"{label.prefix}:{label.scope}"

@@ -1,0 +1,380 @@
+"""``net_http`` (``net.http:egress``): outbound HTTP(S) requests made by the host.
+
+Every hop (the first request and each redirect) is checked: the scheme must be http or https,
+the host must pass the domain allowlist, and every address the host resolves to must pass the
+SSRF classifier in :mod:`tools.ssrf`. The connection then goes to exactly the addresses that
+were checked: aiohttp gets a resolver that answers only with them, so a second DNS answer can
+not redirect it, while TLS SNI, certificate checks and the Host header still use the name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import codecs
+import ipaddress
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from tools.base import HostTool, ToolContext, ToolError
+from tools.ssrf import EgressPolicy, IPAddress, normalize_host
+
+__all__ = ["TOOL", "http_request"]
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
+DEFAULT_TIMEOUT_MS = 30_000
+MAX_TIMEOUT_MS = 120_000
+MAX_REDIRECTS = 5
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_CHUNK = 64 * 1024
+# Connection-level headers that must not be forwarded, plus the ones aiohttp computes itself.
+_HOP_BY_HOP = frozenset(
+    {
+        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+        "te", "trailer", "transfer-encoding", "upgrade", "content-length",
+    }
+)  # fmt: skip
+_CREDENTIALS = frozenset({"authorization", "cookie", "proxy-authorization"})
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TEXT_TYPES = frozenset(
+    {
+        "application/json", "application/xml", "application/javascript", "application/ecmascript",
+        "application/x-www-form-urlencoded", "application/graphql", "application/x-ndjson",
+        "application/yaml", "application/x-yaml", "application/toml", "image/svg+xml",
+    }
+)  # fmt: skip
+_BINARY_MAJOR = ("image/", "audio/", "video/", "font/")
+_HINT = "ask the operator to add it to net_http.allowed_private_hosts"
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    method: str
+    url: URL
+    headers: dict[str, str]
+    body: bytes | None
+    timeout: float
+
+
+class _PinnedResolver(AbstractResolver):
+    """Answers aiohttp's lookups with the addresses that were vetted, and nothing else."""
+
+    def __init__(self) -> None:
+        self._pinned: dict[str, list[IPAddress]] = {}
+
+    def pin(self, host: str, addresses: list[IPAddress]) -> None:
+        self._pinned[normalize_host(host)] = addresses
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        addresses = self._pinned.get(normalize_host(host))
+        if not addresses:
+            raise OSError(f"{host} was not vetted for this request")
+        return [
+            ResolveResult(
+                hostname=host,
+                host=str(a),
+                port=port,
+                family=socket.AF_INET6 if a.version == 6 else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+            )
+            for a in addresses
+            if family in (socket.AF_UNSPEC, socket.AF_INET6 if a.version == 6 else socket.AF_INET)
+        ]
+
+    async def close(self) -> None:
+        self._pinned.clear()
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def _parse(args: Mapping[str, Any]) -> _Request:
+    method = args.get("method")
+    if not isinstance(method, str) or method.upper() not in METHODS:
+        raise ToolError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+    raw_url = args.get("url")
+    if not isinstance(raw_url, str) or not raw_url.strip():
+        raise ToolError("url is required, e.g. https://api.example.com/v1/items")
+    try:
+        url = URL(raw_url.strip())
+    except (ValueError, TypeError) as exc:
+        raise ToolError(f"url {raw_url!r} is not a valid URL: {exc}") from None
+    headers = _check_headers(args.get("headers"))
+    body = args.get("body")
+    if body is not None and not isinstance(body, str):
+        raise ToolError("body must be a string; JSON-encode objects and set a Content-Type header")
+    timeout_ms = args.get("timeoutMs", DEFAULT_TIMEOUT_MS)
+    if timeout_ms is None:
+        timeout_ms = DEFAULT_TIMEOUT_MS
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float) or not timeout_ms > 0:
+        raise ToolError(f"timeoutMs must be a positive number of milliseconds (at most {MAX_TIMEOUT_MS})")
+    return _Request(
+        method=method.upper(),
+        url=url,
+        headers=headers,
+        body=body.encode("utf-8") if body is not None else None,
+        timeout=min(float(timeout_ms), MAX_TIMEOUT_MS) / 1000,
+    )
+
+
+def _check_headers(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ToolError('headers must be an object of string values, e.g. {"Accept": "application/json"}')
+    headers: dict[str, str] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str) or not _TOKEN.match(name):
+            raise ToolError(f"header name {name!r} is not a valid HTTP header name")
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise ToolError(f"header {name} must have a single-line string value")
+        headers[name] = value
+    if any(n.lower() == "host" for n in headers):
+        raise ToolError("the Host header cannot be set; put the host name in the url")
+    dropped = set(_HOP_BY_HOP)
+    for name, value in headers.items():
+        if name.lower() == "connection":
+            dropped.update(v.strip().lower() for v in value.split(","))
+    return {n: v for n, v in headers.items() if n.lower() not in dropped}
+
+
+# ---------------------------------------------------------------- vetting
+
+
+async def _vet(url: URL, policy: EgressPolicy, resolver: _PinnedResolver) -> None:
+    """Check scheme, allowlist and addresses of ``url``; pin the vetted addresses."""
+    if url.scheme not in ("http", "https"):
+        raise ToolError(
+            f"only http: and https: URLs are allowed; got {url.scheme or 'no scheme'!r} in {str(url)!r}"
+        )
+    if not url.raw_host:
+        raise ToolError(f"url {str(url)!r} has no host")
+    if url.raw_user is not None or url.raw_password is not None:
+        raise ToolError("credentials in the URL are not allowed; send them in an Authorization header")
+    host = url.raw_host
+    if not policy.host_allowed(host):
+        raise ToolError(
+            f"blocked: {url.host} is not in the allowed domains ({', '.join(policy.domains)}); ask the operator "
+            "to add it to net_http.allowed_domains in talon.yaml or to the persona's net_http.allowed_domains"
+        )
+    addresses = await _resolve(host, url.port or 0)
+    for addr in addresses:
+        why = policy.address_problem(host, addr)
+        if why:
+            if _literal(host) is not None:
+                raise ToolError(f"blocked: {addr} is {why}; {_HINT}")
+            raise ToolError(f"blocked: {url.host} resolves to {addr}, {why}; {_HINT}")
+    resolver.pin(host, addresses)
+
+
+def _literal(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.replace("%25", "%"))
+    except ValueError:
+        return None
+
+
+async def _resolve(host: str, port: int) -> list[IPAddress]:
+    literal = _literal(host)
+    if literal is not None:
+        return [literal]
+    if host.replace(".", "").isdigit() or ":" in host:
+        # aiohttp would treat this as an address and connect without our resolver.
+        raise ToolError(f"{host!r} is not a standard IP address; write IPv4 as a.b.c.d or use a host name")
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ToolError(f"could not resolve {host}: {exc}; check the host name") from None
+    found: list[IPAddress] = []
+    for _family, _type, _proto, _name, sockaddr in infos:
+        addr = ipaddress.ip_address(str(sockaddr[0]))
+        if addr not in found:
+            found.append(addr)
+    if not found:
+        raise ToolError(f"could not resolve {host}: no addresses")
+    return found
+
+
+# ---------------------------------------------------------------- the request
+
+
+def _redirect(method: str, status: int, body: bytes | None) -> tuple[str, bytes | None]:
+    """The method and body for the next hop, as browsers do it."""
+    if status == 303 and method != "HEAD":
+        return "GET", None
+    if status in (301, 302) and method == "POST":
+        return "GET", None
+    return method, body
+
+
+def _origin(url: URL) -> tuple[str, str, int | None]:
+    return url.scheme, normalize_host(url.raw_host or ""), url.port
+
+
+async def _fetch(req: _Request, policy: EgressPolicy, cap: int) -> dict[str, Any]:
+    resolver = _PinnedResolver()
+    connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, limit=4)
+    async with aiohttp.ClientSession(
+        connector=connector,
+        trust_env=False,  # never through a proxy from the environment
+        cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=None),
+    ) as session:
+        method, url, body, headers = req.method, req.url, req.body, dict(req.headers)
+        for _hop in range(MAX_REDIRECTS + 1):
+            await _vet(url, policy, resolver)
+            async with session.request(
+                method, url, headers=headers, data=body, allow_redirects=False
+            ) as resp:
+                location = resp.headers.get("Location")
+                if resp.status not in _REDIRECTS or location is None:
+                    data, truncated = await _read(resp, cap) if method != "HEAD" else (b"", False)
+                    return _result(resp, data, truncated)
+                try:
+                    target = resp.url.join(URL(location))
+                except ValueError:
+                    raise ToolError(f"{url} redirected to an invalid URL {location!r}") from None
+            if _origin(target) != _origin(url):
+                headers = {n: v for n, v in headers.items() if n.lower() not in _CREDENTIALS}
+            method, body = _redirect(method, resp.status, body)
+            url = target
+    raise ToolError(f"stopped after {MAX_REDIRECTS} redirects; the last pointed to {url}")
+
+
+async def _read(resp: aiohttp.ClientResponse, cap: int) -> tuple[bytes, bool]:
+    buf = bytearray()
+    async for chunk in resp.content.iter_chunked(_CHUNK):
+        room = cap - len(buf)
+        if len(chunk) > room:
+            buf.extend(chunk[:room])
+            return bytes(buf), True
+        buf.extend(chunk)
+    return bytes(buf), False
+
+
+def _result(resp: aiohttp.ClientResponse, data: bytes, truncated: bool) -> dict[str, Any]:
+    headers: dict[str, str] = {}
+    for name, value in resp.headers.items():
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    text = _decode(data, resp.content_type, resp.charset, truncated)
+    result: dict[str, Any] = {"status": resp.status, "headers": headers}
+    if text is None:
+        result.update(body=base64.b64encode(data).decode("ascii"), bodyEncoding="base64")
+    else:
+        result.update(body=text, bodyEncoding="text")
+    result.update(truncated=truncated, url=str(resp.url))
+    return result
+
+
+def _decode(data: bytes, content_type: str, charset: str | None, truncated: bool) -> str | None:
+    """The body as text, or ``None`` when it is binary and should be sent as base64."""
+    ctype = content_type.lower()
+    if (ctype.startswith(_BINARY_MAJOR) and ctype not in _TEXT_TYPES) or ctype == "application/octet-stream":
+        return None
+    if ctype.startswith("text/") or ctype in _TEXT_TYPES or ctype.endswith(("+json", "+xml")):
+        try:
+            codec = codecs.lookup(charset or "utf-8").name
+        except LookupError:
+            codec = "utf-8"
+        return data.decode(codec, errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # A cut in the middle of the last character is not binary content.
+        if truncated and exc.start >= len(data) - 3:
+            try:
+                return data[: exc.start].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        return None
+
+
+async def http_request(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Make one HTTP(S) request on the persona's behalf.
+
+    Args:
+        ctx (:class:`tools.base.ToolContext`): The calling run; ``ctx.settings.net_http`` and
+            ``ctx.persona.allowed_domains`` shape the policy.
+        args (:obj:`dict`): ``method``, ``url``, optional ``headers``, ``body``, ``timeoutMs``.
+
+    Returns:
+        :obj:`dict`: ``status``, ``headers``, ``body`` (text, or base64 when ``bodyEncoding``
+        is ``"base64"``), ``bodyEncoding``, ``truncated`` and the final ``url``.
+
+    Raises:
+        :class:`tools.base.ToolError`: The request was refused or failed.
+    """
+    req = _parse(args)
+    settings = ctx.settings.net_http
+    policy = EgressPolicy.build(
+        [*settings.allowed_domains, *ctx.persona.allowed_domains], settings.allowed_private_hosts
+    )
+    try:
+        async with asyncio.timeout(req.timeout):
+            return await _fetch(req, policy, settings.max_response_bytes)
+    except TimeoutError:
+        raise ToolError(
+            f"no complete response from {req.url.host} within {req.timeout * 1000:g} ms; "
+            f"retry with a larger timeoutMs (at most {MAX_TIMEOUT_MS})"
+        ) from None
+    except aiohttp.ClientConnectorCertificateError as exc:
+        raise ToolError(
+            f"the TLS certificate of {exc.host} was not accepted: {exc.certificate_error}"
+        ) from None
+    except aiohttp.ClientSSLError as exc:
+        raise ToolError(f"TLS with {exc.host} failed: {exc.os_error}") from None
+    except aiohttp.ClientConnectorError as exc:
+        raise ToolError(
+            f"could not connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}"
+        ) from None
+    except aiohttp.ClientPayloadError as exc:
+        raise ToolError(f"the response body could not be read: {exc}") from None
+    except aiohttp.ClientResponseError as exc:
+        raise ToolError(f"the server sent an invalid response: {exc.message}") from None
+    except aiohttp.ClientError as exc:
+        raise ToolError(f"the request failed: {exc}") from None
+
+
+TOOL = HostTool(
+    mcp_name="net_http",
+    internal_name="net.http",
+    prefix="net.http",
+    description=(
+        "Make an HTTP or HTTPS request from the host and return status, headers and body. Only "
+        "public addresses are reachable and the operator may limit the allowed domains. Redirects "
+        "are followed (at most 5); large bodies are cut and marked truncated."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "method": {"type": "string", "enum": list(METHODS)},
+            "url": {"type": "string", "description": "An absolute http:// or https:// URL."},
+            "headers": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Request headers (Host and hop-by-hop headers are not allowed).",
+            },
+            "body": {"type": "string", "description": "Request body, sent as UTF-8."},
+            "timeoutMs": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": DEFAULT_TIMEOUT_MS,
+                "description": f"Whole-request timeout in milliseconds; capped at {MAX_TIMEOUT_MS}.",
+            },
+        },
+        "required": ["method", "url"],
+        "additionalProperties": False,
+    },
+    handler=http_request,
+    timeout=MAX_TIMEOUT_MS / 1000 + 5,
+)
