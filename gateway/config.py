@@ -109,6 +109,8 @@ class DiscordChannel(_ChatChannel):
     token: str
     api_base_url: str | None = None
     gateway_url: str | None = None
+    send_timeout: float = Field(60.0, gt=0, description="seconds per send, rate-limit waits included")
+    typing_interval: float = Field(8.0, gt=0, description="seconds between typing refreshes")
 
 
 ChannelSettings = Annotated[

@@ -89,8 +89,9 @@ async def transcript(
             merged[-1] = ChatMessage(role, merged[-1].content + "\n\n" + text)  # type: ignore[arg-type]
         else:
             merged.append(ChatMessage(role, text))  # type: ignore[arg-type]
-    while merged and merged[0].role != "user":
-        merged.pop(0)
+    if merged and merged[0].role != "user":
+        # Providers want a user turn first; keep what the bot posted (notifications too).
+        merged.insert(0, ChatMessage("user", "[earlier in this chat]"))
     return merged
 
 

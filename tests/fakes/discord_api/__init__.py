@@ -182,6 +182,15 @@ class FakeDiscord:
         self.gateway.broadcast("MESSAGE_CREATE", message)
         return message["id"]
 
+    def redeliver(self, message_id: str) -> None:
+        """Dispatch an injected message's MESSAGE_CREATE again, unchanged (same id)."""
+        self.gateway.broadcast("MESSAGE_CREATE", self._messages[message_id])
+
+    def replay_on_resume(self, message_id: str) -> None:
+        """The next RESUME replays from this message's MESSAGE_CREATE on, although the
+        client had already received it."""
+        self.gateway.rewind("MESSAGE_CREATE", message_id)
+
     def inject_dispatch(self, event: str, data: dict[str, Any]) -> None:
         """Dispatch any payload as-is (malformed ones included)."""
         self.gateway.broadcast(event, data)

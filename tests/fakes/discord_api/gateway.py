@@ -59,6 +59,7 @@ class Gateway:
         self.connections: set[Connection] = set()
         self.sessions: dict[str, Session] = {}
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        self._rewind: dict[str, int] = {}  # session id -> sequence the next RESUME replays after
         self.identifies: list[dict[str, Any]] = []
         self.resumes = 0
         self.heartbeats = 0
@@ -81,6 +82,17 @@ class Gateway:
         del session.log[:-_LOG_LIMIT]
         if session.conn is not None:
             session.conn.send(text)
+
+    def rewind(self, event: str, data_id: str) -> None:
+        """Make each session's next RESUME replay from the ``event`` dispatch whose ``d.id``
+        is ``data_id`` on, as if the client had not seen it yet."""
+        for session in self.sessions.values():
+            for seq, text in session.log:
+                payload = json.loads(text)
+                data = payload["d"]
+                if payload["t"] == event and isinstance(data, dict) and data.get("id") == data_id:
+                    self._rewind[session.session_id] = seq - 1
+                    break
 
     def send_raw(self, text: str) -> None:
         """Send ``text`` as a frame on every live connection, outside any session log."""
@@ -182,6 +194,7 @@ class Gateway:
         self.resumes += 1
         self._attach(conn, session)
         last = int(data.get("seq") or 0)
+        last = min(last, self._rewind.pop(session.session_id, last))
         for seq, text in session.log:
             if seq > last:
                 conn.send(text)
