@@ -77,6 +77,7 @@ class State:
     reactions: defaultdict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
     reaction_log: list[tuple[str, str, str, str]] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    call_times: list[float] = field(default_factory=list)  # time.time() of each entry in calls
     envelopes: list[Envelope] = field(default_factory=list)
     downloads: list[str] = field(default_factory=list)
     authors: dict[tuple[str, str], str] = field(default_factory=dict)

@@ -111,6 +111,11 @@ class FakeSlack(WebApi):
     def calls(self, method: str) -> list[dict[str, Any]]:
         return [params for name, params in self.state.calls if name == method]
 
+    def call_times(self, method: str) -> list[float]:
+        """When each call of ``method`` arrived (``time.time()``), in order."""
+        calls = zip(self.state.calls, self.state.call_times, strict=True)
+        return [at for (name, _), at in calls if name == method]
+
     @property
     def open_connections(self) -> int:
         """Socket Mode connections currently open."""

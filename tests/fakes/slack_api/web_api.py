@@ -128,6 +128,7 @@ class WebApi:
         token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else params.pop("token", None)
         params.pop("token", None)
         self.state.calls.append((method, params))
+        self.state.call_times.append(time.time())
         scripted = self._scripted[method].pop(0) if self._scripted.get(method) else None
         if scripted is not None and scripted.error is not None:
             headers = {"Retry-After": f"{scripted.retry_after:g}"} if scripted.retry_after is not None else {}
