@@ -41,7 +41,6 @@ async def run_rate(events: int, rate: float, threads: int) -> dict[str, float]:
     """Open loop: events arrive at ``rate``/s whatever the store does; latency per event."""
     with tempfile.TemporaryDirectory() as tmp:
         db = await open_database(Path(tmp) / "talon.db")
-        db.start_checkpointer()
         pipeline = Pipeline(db, Bindings([Binding(channel="bench", persona="p")], ["p"]))
         latencies: list[float] = []
 
@@ -71,7 +70,6 @@ async def run_rate(events: int, rate: float, threads: int) -> dict[str, float]:
 async def run(events: int, producers: int, threads: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         db = await open_database(Path(tmp) / "talon.db")
-        db.start_checkpointer()
         pipeline = Pipeline(db, Bindings([Binding(channel="bench", persona="p")], ["p"]))
         latencies: list[float] = []
         counter = iter(range(events))

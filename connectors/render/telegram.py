@@ -1,0 +1,89 @@
+"""Telegram: HTML in the subset the Bot API accepts (``parse_mode="HTML"``).
+
+Only ``b i s code pre a blockquote`` are emitted. Telegram rejects some nestings, so a
+code span inside a style or link is shown as its text, a quote inside a quote is merged
+into the outer one, and a link inside a link is only its label. Links other than
+``http(s)`` are shown as ``label (address)`` text: Telegram refuses unknown schemes and
+``tg://`` links could mention users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from connectors.render.base import Renderer, is_safe_web_url
+from connectors.render.ir import Inline, Link, Style, Table
+from connectors.render.table import layout
+
+TELEGRAM_LIMIT = 4096
+"""Message text limit, in UTF-16 code units. Chunks keep the HTML source itself within it."""
+
+_TAGS: dict[Style, str] = {"bold": "b", "italic": "i", "strike": "s"}
+
+
+def escape(text: str) -> str:
+    """Escape ``& < >`` for Telegram HTML text."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def escape_attribute(text: str) -> str:
+    """Escape ``& < > "`` for a double-quoted attribute value."""
+    return escape(text).replace('"', "&quot;")
+
+
+class TelegramRenderer(Renderer):
+    format = "html"
+
+    def text(self, text: str) -> str:
+        return escape(text)
+
+    def code(self, text: str, nested: bool) -> str:
+        # Telegram allows no entity around a code entity
+        return escape(text) if nested else f"<code>{escape(text)}</code>"
+
+    def styled(self, style: Style, inner: str) -> str:
+        tag = _TAGS[style]
+        return f"<{tag}>{inner}</{tag}>"
+
+    def link(self, link: Link, active: frozenset[Style]) -> str:
+        label = self.inlines(link.children, active, True)
+        if is_safe_web_url(link.href):
+            return f'<a href="{escape_attribute(link.href)}">{label}</a>'
+        return label + escape(link.plain_suffix)
+
+    def heading(self, level: int, children: list[Inline]) -> str:
+        return f"<b>{self.inlines(children, frozenset({'bold'}))}</b>"
+
+    def code_block(self, code: str, lang: str) -> str:
+        if lang:
+            return f'<pre><code class="language-{escape_attribute(lang)}">{escape(code)}</code></pre>'
+        return f"<pre>{escape(code)}</pre>"
+
+    def quote(self, inner: str, depth: int) -> str:
+        # blockquote entities cannot nest: inner quotes merge into the outermost one
+        return inner if depth else f"<blockquote>{inner}</blockquote>"
+
+    def table(self, table: Table) -> str:
+        return f"<pre>{escape(layout(table))}</pre>"
+
+    def pad_lines(self, lines: Sequence[str], pad: str) -> list[str]:
+        # Indenting the lines inside <pre> would shift the code, not the block.
+        out: list[str] = []
+        in_pre = False
+        for line in lines:
+            out.append(pad + line if line and not in_pre else line)
+            at = line.rfind("<pre")
+            if at >= 0:
+                in_pre = line.find("</pre>", at) < 0
+            elif "</pre>" in line:
+                in_pre = False
+        return out
+
+
+TELEGRAM = TelegramRenderer()
