@@ -167,6 +167,14 @@ class SchedulerSettings(_Strict):
     grace_seconds: float = Field(600.0, ge=0, description="a run missed while stopped still fires this late")
 
 
+class DelegationSettings(_Strict):
+    max_hops: int = Field(4, ge=1, le=16, description="persona_send chain length (A -> B -> C ...)")
+    max_active_per_target: int = Field(4, ge=1, description="unfinished tasks one persona may have queued")
+    await_timeout: float = Field(300.0, gt=0, le=1800, description="seconds persona_send await_reply waits")
+    background_concurrency: int = Field(3, ge=1, description="background agent tasks running at once")
+    background_timeout_minutes: float = Field(30.0, ge=15, description="default for timeoutMinutes")
+
+
 class NetHttpSettings(_Strict):
     allowed_domains: list[str] = Field([], description="global allowlist; empty = the label is the only gate")
     allowed_private_hosts: list[str] = Field(
@@ -189,6 +197,7 @@ class Settings(_Strict):
     outbox: OutboxSettings = OutboxSettings()
     net_http: NetHttpSettings = NetHttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    delegation: DelegationSettings = DelegationSettings()
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
 

@@ -30,6 +30,7 @@ from connectors.base import (
 from connectors.console import ConsoleConnector
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer, Reply
+from gateway.delegation import Delegation
 from gateway.events import EventBus
 from gateway.host_tools import HostTools
 from gateway.notify import NotifyError, post_to_channel
@@ -150,6 +151,14 @@ class Gateway:
         self.host_tools = HostTools(
             db=self.db, settings=self.settings, personas=self.personas, bindings=self.bindings, services=self
         )
+        self.delegation = Delegation(
+            db=self.db,
+            settings=self.settings,
+            personas=self.personas,
+            notify=lambda thread_id: self.queue.notify(thread_id),
+            park=lambda: self.queue.parked(),
+            cancel_turn=lambda thread_id: self.queue.cancel(thread_id),
+        )
         self.turns = TurnRunner(
             db=self.db,
             settings=self.settings,
@@ -160,6 +169,7 @@ class Gateway:
             bus=self.bus,
             tools=self.host_tools,
             schedule_results=partial(record_result, self.db),
+            hooks=[self.delegation],
         )
         self.queue = TurnQueue(self.db, self.settings.queue, self.turns)
         self.scheduler = Scheduler(

@@ -14,7 +14,8 @@ import logging
 import random
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -90,7 +91,7 @@ class TurnQueue:
         self._wake = asyncio.Event()
         self._stopping = False
         self._dispatcher: asyncio.Task[None] | None = None
-        self.on_idle: Callable[[], Awaitable[None]] | None = None
+        self._parked = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -181,6 +182,17 @@ class TurnQueue:
         task.cancel(msg="stop")
         return True
 
+    @contextmanager
+    def parked(self) -> Iterator[None]:
+        """A running turn waits on work queued elsewhere (a delegated task): while it
+        waits, its worker slot does not count, so the work it waits for can run."""
+        self._parked += 1
+        self._wake.set()
+        try:
+            yield
+        finally:
+            self._parked -= 1
+
     @property
     def running_count(self) -> int:
         return sum(1 for t in self._running.values() if not t.done())
@@ -192,7 +204,7 @@ class TurnQueue:
             await self._wake.wait()
             self._wake.clear()
             for thread_id in list(self._ready):
-                if self._stopping or len(self._running) >= self.settings.workers:
+                if self._stopping or len(self._running) >= self.settings.workers + self._parked:
                     break
                 if thread_id in self._running:
                     continue  # the running worker picks the new items up when it loops

@@ -52,6 +52,19 @@ class NoTurnTools:
         return ()
 
 
+class TurnHooks(Protocol):
+    """Extensions that follow turns on their own threads (delegated tasks, background agents)."""
+
+    async def prepare(self, thread: Any, persona: Persona) -> tuple[Persona, float | None]:
+        """The persona a turn on ``thread`` runs as (a profile may narrow its tools or change
+        its provider) and a turn timeout other than the configured one (or None)."""
+
+    async def turn_started(self, thread: Any, batch: Batch, run_id: int) -> None: ...
+
+    async def turn_ended(self, thread: Any, batch: Batch, status: str, text: str, error: str | None) -> None:
+        """``status``: completed, failed or canceled (``text`` is the reply when completed)."""
+
+
 class ScheduleResults(Protocol):
     async def __call__(
         self, schedule_id: str, due_at: float, *, status: str, run_id: int | None, error: str | None
@@ -71,6 +84,7 @@ class TurnRunner(TurnHandler):
         bus: EventBus,
         tools: TurnTools | None = None,
         schedule_results: ScheduleResults | None = None,
+        hooks: Sequence[TurnHooks] = (),
     ):
         self.db = db
         self.settings = settings
@@ -81,6 +95,7 @@ class TurnRunner(TurnHandler):
         self.bus = bus
         self.tools = tools or NoTurnTools()
         self.schedule_results = schedule_results
+        self.hooks = list(hooks)
         self._channels = [
             ChannelInfo(c.name, c.type, getattr(c, "home_chat", None)) for c in settings.channels
         ]
@@ -99,18 +114,24 @@ class TurnRunner(TurnHandler):
                 "thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread["persona"]
             )
             return
+        timeout = self.settings.agent.turn_timeout
+        for hook in self.hooks:
+            persona, special = await hook.prepare(thread, persona)
+            timeout = special or timeout
         key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
         connector = self.connectors.get(key.channel)
         (run_id,) = await self._insert_run(batch.thread_id, persona)
         thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
         run_id_var.set(run_id)
+        for hook in self.hooks:
+            await hook.turn_started(thread, batch, run_id)
         self.bus.publish(
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )
         if connector:
             await connector.set_working(key, True)
         try:
-            async with asyncio.timeout(self.settings.agent.turn_timeout):
+            async with asyncio.timeout(timeout):
                 result = await self._think(batch, thread, persona, run_id)
         except BaseException as exc:
             await self._end_run(
@@ -212,6 +233,8 @@ class TurnRunner(TurnHandler):
             self.outbox.notify(batch.thread_id)
         for item in scheduled:
             await self._schedule_result(item.payload, status="completed", run_id=run_id, error=None)
+        for hook in self.hooks:
+            await hook.turn_ended(thread, batch, "completed", result.text, None)
         self.bus.publish(
             batch.thread_id,
             {
@@ -249,6 +272,9 @@ class TurnRunner(TurnHandler):
         posted: list[int] = []
         if batch.message_ids:
             posted = await self.post_notice(batch.thread_id, STOPPED if canceled else APOLOGY)
+        thread = await self._thread(batch.thread_id)
+        for hook in self.hooks:
+            await hook.turn_ended(thread, batch, "canceled" if canceled else "failed", "", error)
         self.bus.publish(
             batch.thread_id,
             {

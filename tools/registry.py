@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tools import channel_send, db_query, memory_access, net_http, schedule_manage
+from tools import (
+    background_agent,
+    channel_send,
+    db_query,
+    memory_access,
+    net_http,
+    persona_list,
+    persona_send,
+    persona_task_status,
+    schedule_manage,
+)
 from tools.base import HostTool
 from tools.capabilities import KNOWN_LABELS, may_list
 
@@ -30,7 +40,18 @@ def _build(tools: Iterable[HostTool]) -> tuple[HostTool, ...]:
 
 
 _TOOLS: tuple[HostTool, ...] = _build(
-    module.TOOL for module in (channel_send, memory_access, db_query, net_http, schedule_manage)
+    module.TOOL
+    for module in (
+        channel_send,
+        memory_access,
+        db_query,
+        net_http,
+        schedule_manage,
+        persona_send,
+        persona_task_status,
+        persona_list,
+        background_agent,
+    )
 )
 _BY_MCP = {t.mcp_name: t for t in _TOOLS}
 _BY_INTERNAL = {t.internal_name: t for t in _TOOLS}
