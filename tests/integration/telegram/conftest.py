@@ -133,5 +133,5 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, step: 
     For state that offers no event to wait on (connector health, the fake's queues).
     """
     async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110
+        while not predicate():
             await asyncio.sleep(step)
