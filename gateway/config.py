@@ -90,6 +90,7 @@ class TelegramChannel(_ChatChannel):
     webhook_listen: str = "127.0.0.1"
     webhook_port: int = Field(8443, ge=1, le=65535)
     poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
+    typing_interval: float = Field(4.0, gt=0, description="seconds between typing refreshes")
     watchdog_seconds: float = Field(120.0, gt=0)
 
 

@@ -67,7 +67,7 @@ class TelegramConnector:
         hide_token_in_logs(settings.token)
         self._settings = settings
         self._files_dir = files_dir
-        self._tuning = tuning or TelegramTuning()
+        self._tuning = tuning or TelegramTuning(typing_interval=settings.typing_interval)
         self._policy = ChannelPolicy.from_settings(settings)
         self._bot: TelegramBot | None = None
         self._intake: IntakeHandler | None = None

@@ -49,6 +49,7 @@ class FakeTelegramAPI(BotApiState):
     Attributes:
         url: the server root, e.g. ``http://127.0.0.1:54321`` (set once entered).
         calls: every API call as ``(method, params)`` in arrival order.
+        call_times: ``time.monotonic()`` of each entry of :attr:`calls`.
         webhook_attempts: ``(update_id, HTTP status or -1 on connection error)`` per
             webhook delivery attempt.
     """
@@ -64,6 +65,7 @@ class FakeTelegramAPI(BotApiState):
         self.webhook_retry_delay = webhook_retry_delay
         self.url = ""
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.call_times: list[float] = []
         self.webhook_attempts: list[tuple[int, int]] = []
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -189,6 +191,13 @@ class FakeTelegramAPI(BotApiState):
         """The update as queued (including confirmed ones), e.g. to read its message_id."""
         return self._injected[update_id]
 
+    def redeliver(self, update_id: int) -> None:
+        """Queue an update again, as Telegram does when it never got the confirmation
+        (a webhook answer lost on the way, or a bot that stopped before its next
+        ``getUpdates`` carried the new offset)."""
+        self._updates.append(self._injected[update_id])
+        self._wake()
+
     def pending_update_ids(self) -> list[int]:
         """Updates not yet confirmed by the bot (by offset or a 2xx webhook answer)."""
         return [u["update_id"] for u in self._updates]
@@ -199,8 +208,16 @@ class FakeTelegramAPI(BotApiState):
     def chat_actions(self, chat_id: int | str) -> list[str]:
         return [a for a, _, _ in self._actions.get(chat_id, ())]
 
+    def chat_action_log(self, chat_id: int | str) -> list[tuple[str, int | None, float]]:
+        """``(action, message_thread_id, time.monotonic())`` of each chat action in ``chat_id``."""
+        return list(self._actions.get(chat_id, ()))
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         return [p for m, p in self.calls if m == method.lower()]
+
+    def call_times_of(self, method: str) -> list[float]:
+        """``time.monotonic()`` of each call of ``method``, in order."""
+        return [t for (m, _), t in zip(self.calls, self.call_times, strict=True) if m == method.lower()]
 
     async def wait_for_sent(self, chat_id: int | str, n: int, timeout: float = 5.0) -> list[SentMessage]:
         """Wait until ``chat_id`` has at least ``n`` sent messages; TimeoutError otherwise."""
@@ -261,6 +278,7 @@ class FakeTelegramAPI(BotApiState):
         except ValueError as exc:
             return _error_response(bad_request(str(exc)))
         self.calls.append((method, params))
+        self.call_times.append(time.monotonic())
         if self._failures[method]:
             return _error_response(self._failures[method].popleft())
         handler = self._handlers.get(method)
