@@ -40,6 +40,7 @@ async def run(threads: int, messages: int) -> dict[str, float]:
             extra={"queue": {"workers": 32}, "log_level": "warning"},
         )
         async with running_gateway(config) as gw:
+            await asyncio.gather(*gw._warm_up)  # SDK imports would steal the GIL mid-run
             gw.providers["fake"] = InstantModel()
             console = gw.console(None)
             assert console is not None

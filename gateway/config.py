@@ -168,6 +168,16 @@ class SchedulerSettings(_Strict):
     grace_seconds: float = Field(600.0, ge=0, description="a run missed while stopped still fires this late")
 
 
+class SubagentSettings(_Strict):
+    models: dict[str, str | list[str]] = Field(
+        {}, description="sub-agent name -> '<provider>:<model>' or a fallback list"
+    )
+    summarize: bool = Field(True, description="fold long threads into a summary memory item")
+    summarize_share: float = Field(
+        0.6, gt=0, lt=1, description="summarize above this share of agent.context_tokens"
+    )
+
+
 class DelegationSettings(_Strict):
     max_hops: int = Field(4, ge=1, le=16, description="persona_send chain length (A -> B -> C ...)")
     max_active_per_target: int = Field(4, ge=1, description="unfinished tasks one persona may have queued")
@@ -199,6 +209,7 @@ class Settings(_Strict):
     net_http: NetHttpSettings = NetHttpSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     delegation: DelegationSettings = DelegationSettings()
+    subagents: SubagentSettings = SubagentSettings()
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
 

@@ -41,6 +41,8 @@ from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
 from gateway.store.db import DB_FILE, Database, open_database
+from gateway.subagents.runner import SubagentRunner
+from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
 
 log = logging.getLogger("talon.daemon")
@@ -127,6 +129,7 @@ class Gateway:
         self._scheduler_task: asyncio.Task[None] | None = None
         self.host_tools: HostTools | None = None
         self._warm_up: list[asyncio.Task[Any]] = []
+        self.summarizer: Summarizer | None = None
 
     # ------------------------------------------------------------ start
 
@@ -145,6 +148,17 @@ class Gateway:
         self.db = await open_database(data / DB_FILE)
         self.providers = {name: build_provider(name, p) for name, p in self.settings.providers.items()}
         used = {p.provider for p in self.personas.values()}
+        self.subagents = SubagentRunner.from_settings(self.settings, self.providers, personas=self.personas)
+        self.summarizer = (
+            Summarizer(
+                self.db,
+                self.subagents,
+                context_tokens=self.settings.agent.context_tokens,
+                share=self.settings.subagents.summarize_share,
+            )
+            if self.settings.subagents.summarize
+            else None
+        )
         for ch in self.settings.channels:
             self.connectors[ch.name] = build_connector(ch, data / "files")
         self.outbox = Outbox(self.db, self.connectors, self.settings.outbox)
@@ -170,6 +184,7 @@ class Gateway:
             tools=self.host_tools,
             schedule_results=partial(record_result, self.db),
             hooks=[self.delegation],
+            summarizer=self.summarizer,
         )
         self.queue = TurnQueue(self.db, self.settings.queue, self.turns)
         self.scheduler = Scheduler(
@@ -378,6 +393,8 @@ class Gateway:
             await asyncio.gather(self._scheduler_task, return_exceptions=True)
         if hasattr(self, "queue"):
             await self.queue.stop(self.settings.shutdown_grace)
+        if self.summarizer is not None:
+            await self.summarizer.aclose()
         if self.host_tools is not None:
             await self.host_tools.stop()  # after the turns, before the outbox's last flush
         if hasattr(self, "outbox"):

@@ -61,7 +61,8 @@ class TurnCanceled(Exception):
 
 
 class TurnHandler:
-    """What the queue runs. ``run`` must call :func:`complete_in` inside its commit."""
+    """What the queue runs. ``run`` must call :func:`complete_in` inside its commit (also
+    when it ends with nothing to say); raising hands the batch back to the queue."""
 
     async def run(self, batch: Batch) -> None:
         raise NotImplementedError
@@ -218,8 +219,10 @@ class TurnQueue:
             while not self._stopping:
                 self._ready.pop(thread_id, None)
                 batch = await self._lease(thread_id)
+                if isinstance(batch, float):  # nothing due yet: come back when it is
+                    self._notify_at(thread_id, batch - time.time())
+                    return
                 if batch is None:
-                    await self._schedule_delayed(thread_id)
                     return
                 await self._run(batch)
         except Exception:
@@ -228,16 +231,8 @@ class TurnQueue:
             self._running.pop(thread_id, None)
             self._wake.set()  # a worker slot is free
 
-    async def _lease(self, thread_id: int) -> Batch | None:
+    async def _lease(self, thread_id: int) -> Batch | float | None:
         return await self.db.run_transaction(partial(_lease_batch, thread_id, self.settings.lease_seconds))
-
-    async def _schedule_delayed(self, thread_id: int) -> None:
-        row = await self.db.fetchone(
-            "SELECT MIN(available_at) AS due FROM queue_items WHERE thread_id = ? AND status = 'pending'",
-            (thread_id,),
-        )
-        if row and row["due"] is not None:
-            self._notify_at(thread_id, row["due"] - time.time())
 
     async def _run(self, batch: Batch) -> None:
         try:
@@ -265,9 +260,6 @@ class TurnQueue:
         except Exception as exc:
             log.exception("turn failed on thread %s", batch.thread_id)
             await self._failed(batch, f"{type(exc).__name__}: {exc}", transient=True)
-            return
-        # A handler that committed nothing to say still finishes its items.
-        await self.db.run_transaction(partial(complete_in, batch=batch, run_id=None))
 
     async def _failed(
         self, batch: Batch, error: str, *, transient: bool, retry_after: float | None = None
@@ -311,21 +303,26 @@ class TurnQueue:
         )
 
 
-def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection) -> Batch | None:
-    """Lease the thread's next batch (runs on the database thread, in one transaction)."""
+def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection) -> Batch | float | None:
+    """Lease the thread's next batch (runs on the database thread, in one transaction).
+
+    Returns the batch; or, when only delayed items wait, the time the first is due; or None.
+    """
     now = time.time()
     rows = conn.execute(
-        "SELECT id, kind, message_id, payload, attempts FROM queue_items "
-        "WHERE thread_id = ? AND status = 'pending' AND available_at <= ? ORDER BY id",
-        (thread_id, now),
+        "SELECT id, kind, message_id, payload, attempts, available_at FROM queue_items "
+        "WHERE thread_id = ? AND status = 'pending' ORDER BY id",
+        (thread_id,),
     ).fetchall()
     if not rows:
         return None
+    if rows[0]["available_at"] > now:
+        return rows[0]["available_at"]  # FIFO: a retry waiting for its backoff goes first
     # Consecutive message items form one turn; any other kind runs alone.
     take = [rows[0]]
     if rows[0]["kind"] == "message":
         for row in rows[1:]:
-            if row["kind"] != "message":
+            if row["kind"] != "message" or row["available_at"] > now:
                 break
             take.append(row)
     marks = ",".join("?" * len(take))

@@ -27,6 +27,7 @@ from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
 from gateway.runtime.context import ChannelInfo, system_prompt, transcript
 from gateway.runtime.model import ChatMessage, ModelProvider
 from gateway.store.db import Database
+from gateway.subagents.summarize import Summarizer, context_start
 
 log = logging.getLogger("talon.turns")
 
@@ -85,6 +86,7 @@ class TurnRunner(TurnHandler):
         tools: TurnTools | None = None,
         schedule_results: ScheduleResults | None = None,
         hooks: Sequence[TurnHooks] = (),
+        summarizer: Summarizer | None = None,
     ):
         self.db = db
         self.settings = settings
@@ -96,6 +98,7 @@ class TurnRunner(TurnHandler):
         self.tools = tools or NoTurnTools()
         self.schedule_results = schedule_results
         self.hooks = list(hooks)
+        self.summarizer = summarizer
         self._channels = [
             ChannelInfo(c.name, c.type, getattr(c, "home_chat", None)) for c in settings.channels
         ]
@@ -113,6 +116,7 @@ class TurnRunner(TurnHandler):
             log.error(
                 "thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread["persona"]
             )
+            await self.db.run_transaction(partial(complete_in, batch=batch, run_id=None))
             return
         timeout = self.settings.agent.turn_timeout
         for hook in self.hooks:
@@ -143,6 +147,8 @@ class TurnRunner(TurnHandler):
                 with contextlib.suppress(Exception):
                     await connector.set_working(key, False)
         await self._commit(batch, thread, key, persona, run_id, result)
+        if self.summarizer is not None:
+            self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
 
     async def _insert_run(self, thread_id: int, persona: Persona) -> tuple[int]:
         values = (thread_id, persona.name, f"{persona.provider}:{persona.model}", time.time())
@@ -175,7 +181,7 @@ class TurnRunner(TurnHandler):
         messages = await transcript(
             self.db,
             batch.thread_id,
-            context_from=thread["context_from"],
+            context_from=context_start(thread),
             budget_tokens=self.settings.agent.context_tokens,
             upto_message_id=max(batch.message_ids) if batch.message_ids else None,
             show_names=thread["chat_type"] != "dm",

@@ -19,6 +19,7 @@ from tools import (
     persona_send,
     persona_task_status,
     schedule_manage,
+    subagent_invoke,
 )
 from tools.base import HostTool
 from tools.capabilities import KNOWN_LABELS, may_list
@@ -47,6 +48,7 @@ _TOOLS: tuple[HostTool, ...] = _build(
         db_query,
         net_http,
         schedule_manage,
+        subagent_invoke,
         persona_send,
         persona_task_status,
         persona_list,

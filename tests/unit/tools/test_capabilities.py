@@ -185,13 +185,21 @@ def test_registry_lists_each_host_tool_once_under_both_names() -> None:
     from tools import registry
 
     tools = registry.all_tools()
-    assert [t.mcp_name for t in tools] == [
-        "channel_send",
-        "memory_access",
-        "db_query",
-        "net_http",
-        "schedule_manage",
-    ]
+    # The ten host tools of the reference, each once.
+    assert sorted(t.mcp_name for t in tools) == sorted(
+        [
+            "schedule_manage",
+            "channel_send",
+            "memory_access",
+            "net_http",
+            "db_query",
+            "subagent_invoke",
+            "background_agent",
+            "persona_send",
+            "persona_task_status",
+            "persona_list",
+        ]
+    )
     for tool in tools:
         assert registry.by_mcp_name(tool.mcp_name) is tool
         assert registry.by_internal_name(tool.internal_name) is tool
@@ -208,6 +216,15 @@ def test_registry_offers_tools_by_label() -> None:
     assert names == ["db_query", "net_http"]
     assert registry.tools_for([]) == []
     every = registry.tools_for(
-        ["channel.send:*", "memory.access:thread", "db.query:own", "net.http:egress", "schedule.manage:own"]
+        [
+            "channel.send:*",
+            "memory.access:thread",
+            "db.query:own",
+            "net.http:egress",
+            "schedule.manage:own",
+            "subagent.invoke",
+            "subagent.background",
+            "persona.send:*",
+        ]
     )
     assert every == registry.all_tools()

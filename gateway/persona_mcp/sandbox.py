@@ -1,0 +1,286 @@
+"""How a stdio MCP server is launched: the command line, its environment, its sandbox.
+
+With ``sandbox: bwrap`` (the default) the server runs under bubblewrap: it sees the system
+directories read-only, the persona's workspace read-write (its working directory and HOME),
+the Python or other runtime its command lives in read-only, a fresh ``/tmp``, and no network
+unless ``network: true``. With ``sandbox: none`` it runs unconfined.
+
+Either way it gets only the environment it is given (``env:``) plus PATH, HOME and LANG.
+Values travel in the process environment, never on a command line, because any local user
+can read another process's command line.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.client.stdio import get_default_environment
+
+from gateway.persona_mcp.settings import StdioServerSettings
+
+__all__ = [
+    "DEFAULT_BWRAP",
+    "LaunchSpec",
+    "SandboxError",
+    "base_environment",
+    "build_launch",
+    "find_bwrap",
+    "sandbox_problem",
+]
+
+DEFAULT_BWRAP = "bwrap"
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+_SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What ordinary programs need from /etc: the loader cache, certificates, users, time zone.
+_ETC_ALWAYS = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+)
+_ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf")
+
+
+class SandboxError(Exception):
+    """A server cannot be launched as configured; the message says what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """What to execute for one stdio server.
+
+    Attributes:
+        command (:obj:`str`): Absolute path of the program to execute (``bwrap`` when sandboxed).
+        args (tuple[:obj:`str`, ...]): Its arguments.
+        env (dict[:obj:`str`, :obj:`str`]): The environment the server itself sees.
+        cwd (:class:`pathlib.Path`): The server's working directory.
+        sandboxed (:obj:`bool`): Whether it runs under bubblewrap.
+    """
+
+    command: str
+    args: tuple[str, ...]
+    env: dict[str, str]
+    cwd: Path
+    sandboxed: bool
+
+
+def find_bwrap(bwrap: str = DEFAULT_BWRAP) -> str | None:
+    """The absolute path of the bubblewrap binary ``bwrap`` names, or None when there is none."""
+    if "/" in bwrap:
+        return bwrap if os.path.isfile(bwrap) and os.access(bwrap, os.X_OK) else None
+    return shutil.which(bwrap)
+
+
+def sandbox_problem(bwrap: str = DEFAULT_BWRAP) -> str | None:
+    """Why sandboxed MCP servers cannot run here, or None when they can (for ``talon doctor``).
+
+    Runs a trivial program under bubblewrap once per binary and caches the answer.
+    """
+    path = find_bwrap(bwrap)
+    if path is None:
+        return _missing(bwrap, "the servers that use it")
+    return _probe(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(path: str) -> str | None:
+    true = shutil.which("true", path=SYSTEM_PATH) or "/bin/true"
+    cmd = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", true]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=10, env={"PATH": SYSTEM_PATH})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap ({path}) could not be run: {exc}"
+    if done.returncode != 0:
+        detail = (done.stderr or "").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        return (
+            f"bubblewrap ({path}) cannot create a sandbox here: {detail[0]}; allow unprivileged user "
+            "namespaces (sysctl kernel.unprivileged_userns_clone=1, or the AppArmor userns policy) "
+            "or set sandbox: none for the servers that need it"
+        )
+    return None
+
+
+def _missing(bwrap: str, server: str) -> str:
+    name = "bwrap" if bwrap == DEFAULT_BWRAP else bwrap
+    return f"bubblewrap ({name}) is not installed; install it or set sandbox: none for {server}"
+
+
+def base_environment(workspace: Path, extra_path: str | None = None) -> dict[str, str]:
+    """The environment every stdio server starts from: PATH, HOME (the workspace), LANG."""
+    path = f"{extra_path}:{SYSTEM_PATH}" if extra_path else SYSTEM_PATH
+    return {"PATH": path, "HOME": str(workspace), "LANG": "C.UTF-8"}
+
+
+def build_launch(
+    settings: StdioServerSettings, workspace: Path, *, server: str, bwrap: str = DEFAULT_BWRAP
+) -> LaunchSpec:
+    """Turn a stdio server's settings into the program to execute.
+
+    Args:
+        settings (:class:`gateway.persona_mcp.settings.StdioServerSettings`): The server's entry.
+        workspace (:class:`pathlib.Path`): The persona's workspace; created when missing.
+        server (:obj:`str`): The server's name, for messages.
+        bwrap (:obj:`str`, optional): The bubblewrap binary (a name looked up on PATH, or a path).
+
+    Raises:
+        :class:`SandboxError`: bubblewrap is missing, or the command or working directory is.
+    """
+    workspace = workspace.resolve()
+    workspace.mkdir(parents=True, exist_ok=True)
+    cwd = workspace / settings.cwd if settings.cwd else workspace
+    if not cwd.is_dir():
+        raise SandboxError(f"{server}: cwd {cwd} is not a directory; create it or fix cwd")
+    command = _resolve_command(settings, workspace, server)
+    roots = [r for r in _runtime_roots(command) if not _overlaps(r, workspace)]
+    venv_bin = next((f"{r}/bin" for r in roots if os.path.isfile(f"{r}/pyvenv.cfg")), None)
+    env = {**base_environment(workspace, venv_bin), **settings.env}
+    if settings.sandbox == "none":
+        return LaunchSpec(*_unconfined(command, settings.args, env), env, cwd, sandboxed=False)
+    bwrap_path = find_bwrap(bwrap)
+    if bwrap_path is None:
+        raise SandboxError(_missing(bwrap, server))
+    args = _bwrap_args(settings, workspace, cwd, roots, env)
+    return LaunchSpec(bwrap_path, (*args, "--", command, *settings.args), env, cwd, sandboxed=True)
+
+
+def _resolve_command(settings: StdioServerSettings, workspace: Path, server: str) -> str:
+    command = settings.command
+    if "/" not in command:
+        search = settings.env.get("PATH", SYSTEM_PATH)
+        found = shutil.which(command, path=search)
+        if found is None:
+            raise SandboxError(
+                f"{server}: command {command!r} not found on PATH ({search}); give its full path"
+            )
+        return os.path.abspath(found)
+    path = Path(command) if command.startswith("/") else workspace / command
+    if not path.is_file():
+        raise SandboxError(f"{server}: command {path} does not exist")
+    return str(path)
+
+
+def _unconfined(command: str, args: list[str], env: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+    """Run through ``env -u`` so the variables the MCP client adds on its own are removed."""
+    drop = sorted(set(get_default_environment()) - set(env))
+    env_bin = shutil.which("env", path=SYSTEM_PATH)
+    if not drop or env_bin is None:
+        return command, tuple(args)
+    unset = [part for name in drop for part in ("-u", name)]
+    return env_bin, (*unset, "--", command, *args)
+
+
+def _bwrap_args(
+    settings: StdioServerSettings, workspace: Path, cwd: Path, roots: list[str], env: dict[str, str]
+) -> list[str]:
+    args = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+    if settings.network:
+        args.append("--share-net")
+    args += ["--ro-bind", "/usr", "/usr"]
+    for path in _SYSTEM_LINKS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in _ETC_ALWAYS + (_ETC_NETWORK if settings.network else ()):
+        args += ["--ro-bind-try", path, path]
+    for path in [*roots, *settings.read_only_paths]:
+        args += ["--ro-bind-try", path, path]
+    args += ["--bind", str(workspace), str(workspace), "--chdir", str(cwd)]
+    # The MCP client adds a few of the daemon's own variables; take them out again.
+    for name in sorted(set(get_default_environment()) - set(env)):
+        args += ["--unsetenv", name]
+    return args
+
+
+def _runtime_roots(command: str) -> list[str]:
+    """Directories outside the system ones that ``command`` needs to run (read-only).
+
+    A virtualenv brings its base Python; a script brings its interpreter; anything else
+    brings its installation prefix (the parent of its ``bin/``).
+    """
+    candidates = [command]
+    interpreter = _shebang(command)
+    if interpreter:
+        candidates.append(interpreter)
+    roots: list[str] = []
+    for candidate in candidates:
+        for path in dict.fromkeys((candidate, os.path.realpath(candidate))):
+            if _is_system(path):
+                continue
+            venv = _venv_of(path)
+            if venv:
+                roots.append(venv)
+                home = _venv_home(venv)
+                if home and not _is_system(home):
+                    roots.append(_prefix_of(os.path.join(home, "python")))
+            else:
+                roots.append(_prefix_of(path))
+    unique = sorted(set(roots), key=len)
+    return [r for i, r in enumerate(unique) if not any(r.startswith(p + "/") for p in unique[:i])]
+
+
+def _overlaps(root: str, workspace: Path) -> bool:
+    """A root inside the workspace is already visible; one around it would expose its
+    siblings (other personas' workspaces, the database)."""
+    path = Path(root)
+    return path == workspace or path in workspace.parents or workspace in path.parents
+
+
+def _is_system(path: str) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in _SYSTEM_ROOTS)
+
+
+def _prefix_of(path: str) -> str:
+    parent = os.path.dirname(path)
+    return os.path.dirname(parent) if os.path.basename(parent) == "bin" else parent
+
+
+def _venv_of(path: str) -> str | None:
+    folder = os.path.dirname(path)
+    for _ in range(3):
+        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+            return folder
+        folder = os.path.dirname(folder)
+    return None
+
+
+def _venv_home(venv: str) -> str | None:
+    try:
+        lines = Path(venv, "pyvenv.cfg").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return os.path.realpath(value.strip())
+    return None
+
+
+def _shebang(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    parts = first[2:].decode(errors="replace").split()
+    if not parts:
+        return None
+    # "#!/usr/bin/env python3" names its interpreter by PATH lookup.
+    if os.path.basename(parts[0]) == "env" and len(parts) > 1:
+        return shutil.which(parts[1], path=SYSTEM_PATH)
+    return parts[0]
