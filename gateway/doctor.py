@@ -45,6 +45,14 @@ async def run_doctor(settings: Settings) -> int:
                 "set allowed_users or allowed_chats"
             )
 
+    from gateway.persona_mcp import doctor_findings
+
+    findings = doctor_findings(personas.values())
+    if findings:
+        print("persona mcp servers")
+    for level, text in findings:
+        getattr(report, level)(text)
+
     print("data dir")
     data = settings.data_path
     try:

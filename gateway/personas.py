@@ -138,6 +138,9 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         why = label_problem(label)
         if why:
             problems.append(f"{where}/persona.yaml: capabilities[{i}]: {why}")
+    from gateway.persona_mcp.settings import mcp_server_problems
+
+    problems += mcp_server_problems(folder.name, spec.mcp_servers)
     system_file = folder / "system.md"
     if not system_file.is_file():
         problems.append(f"{where}/system.md: missing; write the persona's system prompt there")
