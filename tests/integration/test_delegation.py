@@ -242,3 +242,27 @@ async def test_background_agent_reports_back_and_cancel_works(tmp_path: Path) ->
         assert "logs look fine" in notice["text"]
         bob_request = of(fake, "bob")[0]
         assert "background_agent" not in json.dumps(bob_request.get("tools", []))
+
+
+async def test_a_task_interrupted_by_a_restart_runs_again(tmp_path: Path) -> None:
+    slow_bob = {"delay": 30.0}
+    responder = router(
+        alice=tool_then(
+            Call("persona_send", {"target_persona": "bob", "message": "long research"}),
+            lambda body: f"alice relays: {last_user_text(body)[-40:]}",
+        ),
+        bob=lambda body: Reply(text="research result", delay=slow_bob["delay"]),
+    )
+    async with FakeAnthropic(responder=responder) as fake:
+        cfg = config(tmp_path, fake)
+        async with running_gateway(cfg) as gw:
+            await say(gw, "delegate")
+            await _wait(lambda: asyncio.sleep(0, result=bool(of(fake, "bob"))))
+            # Stopping now: bob's turn does not finish within the grace period.
+        slow_bob["delay"] = 0.0
+        async with running_gateway(cfg) as gw:
+            task = await _wait(lambda: gw.db.fetchone("SELECT * FROM a2a_tasks WHERE state = 'completed'"))
+            notice = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
+        assert task["result"] == "research result"
+        assert "research result" in notice["text"]
+        assert len(of(fake, "bob")) == 2  # run once before the restart (cut off), once after
