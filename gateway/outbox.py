@@ -152,7 +152,9 @@ class Outbox:
         if connector is None:
             await self._finish(row, "failed", error=f"channel {row['channel']!r} is not running")
             return
-        await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
+        if not getattr(connector, "idempotent_send", False):
+            # Committed before the platform call: after a crash this row is never resent blindly.
+            await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
         item = OutboundChunk(
             delivery_id=row["id"],
             thread=ThreadKey(row["channel"], row["chat_id"], row["thread_ref"] or None),

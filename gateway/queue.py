@@ -225,6 +225,8 @@ class TurnQueue:
                 if batch is None:
                     return
                 await self._run(batch)
+                if thread_id not in self._ready:
+                    return  # nothing was queued for this thread while it ran
         except Exception:
             log.exception("queue worker for thread %s crashed", thread_id)
         finally:

@@ -24,7 +24,7 @@ from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.personas import Persona
 from gateway.queue import Batch, TurnHandler, complete_in
 from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
-from gateway.runtime.context import ChannelInfo, system_prompt, transcript
+from gateway.runtime.context import ChannelInfo, estimate_tokens, system_prompt, transcript
 from gateway.runtime.model import ChatMessage, ModelProvider
 from gateway.store.db import Database
 from gateway.subagents.summarize import Summarizer, context_start
@@ -136,7 +136,7 @@ class TurnRunner(TurnHandler):
             await connector.set_working(key, True)
         try:
             async with asyncio.timeout(timeout):
-                result = await self._think(batch, thread, persona, run_id)
+                result, context_size = await self._think(batch, thread, persona, run_id)
         except BaseException as exc:
             await self._end_run(
                 run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
@@ -147,7 +147,7 @@ class TurnRunner(TurnHandler):
                 with contextlib.suppress(Exception):
                     await connector.set_working(key, False)
         await self._commit(batch, thread, key, persona, run_id, result)
-        if self.summarizer is not None:
+        if self.summarizer is not None and context_size > self.summarizer.threshold:
             self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
 
     async def _insert_run(self, thread_id: int, persona: Persona) -> tuple[int]:
@@ -165,7 +165,10 @@ class TurnRunner(TurnHandler):
             (status, error, time.time(), run_id),
         )
 
-    async def _think(self, batch: Batch, thread: Any, persona: Persona, run_id: int) -> TurnResult:
+    async def _think(
+        self, batch: Batch, thread: Any, persona: Persona, run_id: int
+    ) -> tuple[TurnResult, int]:
+        """The turn's model loop; also returns the transcript's size in tokens."""
         summary_row = await self.db.fetchone(
             "SELECT value FROM memory_items WHERE thread_id = ? AND type = 'summary' ORDER BY updated_at DESC LIMIT 1",
             (batch.thread_id,),
@@ -189,10 +192,11 @@ class TurnRunner(TurnHandler):
         for item in batch.items:
             if item.kind != "message":
                 messages.append(ChatMessage("user", _task_text(item.kind, item.payload)))
+        context_size = sum(estimate_tokens(m.content) for m in messages)
         if not messages:
-            return TurnResult(text="")
+            return TurnResult(text=""), 0
         provider = self.providers[persona.provider]
-        return await run_agent(
+        result = await run_agent(
             provider,
             model=persona.model,
             system=system,
@@ -202,6 +206,7 @@ class TurnRunner(TurnHandler):
             max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
             call_timeout=self.settings.agent.turn_timeout,
         )
+        return result, context_size
 
     async def _commit(
         self, batch: Batch, thread: Any, key: ThreadKey, persona: Persona, run_id: int, result: TurnResult

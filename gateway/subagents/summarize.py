@@ -187,6 +187,11 @@ class Summarizer:
         self._again: dict[int, Persona] = {}
         self._warned: set[str] = set()
 
+    @property
+    def threshold(self) -> float:
+        """Transcript tokens above which a thread is worth checking."""
+        return self.context_tokens * self.share
+
     def schedule(self, thread_id: int, persona: Persona) -> None:
         """Check the thread soon; returns at once."""
         if thread_id in self._running:
