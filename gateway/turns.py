@@ -216,7 +216,7 @@ class TurnRunner(TurnHandler):
         silent = not result.text or (scheduled and "channel_send" in result.tool_calls)
         connector = self.connectors.get(key.channel)
         chunks = connector.render(result.text) if (connector and not silent) else []
-        reply_to = await self._reply_target(batch)
+        reply_to = await self._reply_target(batch, thread)
         address = ThreadAddress(batch.thread_id, key)
 
         def commit(conn: sqlite3.Connection) -> list[int]:
@@ -257,18 +257,14 @@ class TurnRunner(TurnHandler):
             },
         )
 
-    async def _reply_target(self, batch: Batch) -> str | None:
+    async def _reply_target(self, batch: Batch, thread: Any) -> str | None:
         """In groups, reply to the latest triggering platform message."""
-        if not batch.message_ids:
+        if not batch.message_ids or thread["chat_type"] == "dm":
             return None
         row = await self.db.fetchone(
-            "SELECT m.platform_message_id, t.chat_type FROM messages m JOIN threads t ON t.id = m.thread_id "
-            "WHERE m.id = ?",
-            (max(batch.message_ids),),
+            "SELECT platform_message_id FROM messages WHERE id = ?", (max(batch.message_ids),)
         )
-        if row and row["chat_type"] != "dm":
-            return row["platform_message_id"]
-        return None
+        return row["platform_message_id"] if row else None
 
     async def _schedule_result(self, payload: dict[str, Any], **kwargs: Any) -> None:
         if self.schedule_results and "schedule_id" in payload:
