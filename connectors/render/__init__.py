@@ -94,9 +94,7 @@ def render_markdown(markdown: str, platform: Platform) -> list[RenderedChunk]:
         return _plain_fallback(markdown, renderer, LIMITS[platform])
 
 
-def render_document(
-    document: Document, platform: Platform, limit: int | None = None
-) -> list[RenderedChunk]:
+def render_document(document: Document, platform: Platform, limit: int | None = None) -> list[RenderedChunk]:
     """Render an already parsed document for ``platform``; ``limit`` overrides the
     platform's (in UTF-16 code units)."""
     renderer = _renderer(platform)
@@ -106,14 +104,21 @@ def render_document(
 def render_platforms(
     markdown: str, platforms: Iterable[Platform] = PLATFORMS
 ) -> dict[Platform, list[RenderedChunk]]:
-    """Parse once and render for several platforms (a cross-channel post, for instance)."""
+    """Parse once and render for several platforms (a cross-channel post, for instance).
+    Like :func:`render_markdown`, never raises for any input text."""
     wanted = list(platforms)
-    for platform in wanted:
-        _renderer(platform)
+    renderers = [_renderer(platform) for platform in wanted]
     if not markdown or not markdown.strip():
         return {platform: [] for platform in wanted}
-    document = parse(markdown)
-    return {platform: render_document(document, platform) for platform in wanted}
+    try:
+        document = parse(markdown)
+        return {platform: render_document(document, platform) for platform in wanted}
+    except Exception:
+        log.exception("rendering failed; sending the reply as plain text")
+        return {
+            platform: _plain_fallback(markdown, renderer, LIMITS[platform])
+            for platform, renderer in zip(wanted, renderers, strict=True)
+        }
 
 
 def plain_text(markdown: str) -> str:
@@ -127,9 +132,7 @@ def _renderer(platform: str) -> Renderer:
     try:
         return _RENDERERS[platform]  # type: ignore[index]
     except KeyError:
-        raise ValueError(
-            f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}"
-        ) from None
+        raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}") from None
 
 
 def _plain_fallback(markdown: str, renderer: Renderer, limit: int) -> list[RenderedChunk]:
@@ -140,6 +143,5 @@ def _plain_fallback(markdown: str, renderer: Renderer, limit: int) -> list[Rende
         log.exception("plain-text rendering failed too")
         step = max(1, limit // 8)  # escaping grows text at most 5x (&amp;)
         return [
-            RenderedChunk(text[i : i + step], text[i : i + step], "plain")
-            for i in range(0, len(text), step)
+            RenderedChunk(text[i : i + step], text[i : i + step], "plain") for i in range(0, len(text), step)
         ]

@@ -16,7 +16,6 @@ from connectors.render.ir import (
     ListItem,
     Paragraph,
     Quote,
-    Rule,
     Style,
     Styled,
     Table,
@@ -111,7 +110,7 @@ class Renderer:
             if kind is Text:
                 parts.append(self.text(node.text))  # type: ignore[union-attr]
             elif kind is Code:
-                parts.append(self.code(node.text, bool(active) or in_link))  # type: ignore[union-attr]
+                parts.append(self.code(node.text, in_link))  # type: ignore[union-attr]
             elif kind is Break:
                 parts.append(self.line_break(node.hard))  # type: ignore[union-attr]
             elif kind is Styled:
@@ -124,6 +123,10 @@ class Renderer:
                     parts.append(self.inlines(node.children, active, True))
                 else:
                     parts.append(self.link(node, active))
+        return self.join_inlines(nodes, parts)
+
+    def join_inlines(self, nodes: Sequence[Inline], parts: list[str]) -> str:
+        """Join the rendered ``parts`` of ``nodes`` (Markdown fixes delimiters that touch)."""
         return "".join(parts)
 
     # Hooks. The defaults produce plain text.
@@ -131,8 +134,8 @@ class Renderer:
     def text(self, text: str) -> str:
         return text
 
-    def code(self, text: str, nested: bool) -> str:
-        """An inline code span; ``nested`` when inside a style or a link label."""
+    def code(self, text: str, in_link: bool) -> str:
+        """An inline code span; ``in_link`` when inside a link label."""
         return text
 
     def line_break(self, hard: bool) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
 from connectors.base import RenderedChunk
 from connectors.render.base import Renderer
@@ -23,16 +24,17 @@ from connectors.render.parse import text_inlines
 from connectors.render.plain import plain_block
 from connectors.render.split import split_block
 from connectors.render.text import utf16_len
+from connectors.render.window import join, lower_bound, take_window
 
 MIN_LIMIT = 32
 """Smallest limit honoured; below it markup around a single character might not fit."""
 
+Length = Callable[[str], int]
+Cut = tuple[Block, str, Block | None]
+
 
 def chunk_document(
-    document: Document,
-    renderer: Renderer,
-    limit: int,
-    length: Callable[[str], int] = utf16_len,
+    document: Document, renderer: Renderer, limit: int, length: Length = utf16_len
 ) -> list[RenderedChunk]:
     """Render ``document`` with ``renderer`` as chunks whose text is at most ``limit``
     long as measured by ``length``."""
@@ -40,59 +42,94 @@ def chunk_document(
     joiner = renderer.block_joiner
     joiner_size = length(joiner)
     blocks = document.blocks
-    pending: deque[tuple[Block, str]] = deque(
-        (block, joiner if n + 1 < len(blocks) else "") for n, block in enumerate(blocks)
+    # (block, plain text after it, whether it is the tail of a cut block)
+    pending: deque[tuple[Block, str, bool]] = deque(
+        (block, joiner if n + 1 < len(blocks) else "", False) for n, block in enumerate(blocks)
     )
     chunks: list[RenderedChunk] = []
     texts: list[str] = []
     plains: list[str] = []
     used = 0
 
+    carry = ""  # plain text that belongs before the next chunk's
+
     def flush() -> None:
-        nonlocal used
+        nonlocal used, carry
         if texts:
-            chunks.append(RenderedChunk(joiner.join(texts), "".join(plains), renderer.format))
+            plain = carry + "".join(plains)
+            carry = ""
+            chunks.append(RenderedChunk(joiner.join(texts), plain, renderer.format))
         texts.clear()
         plains.clear()
         used = 0
 
-    def add(text: str, size: int, block: Block, after: str) -> None:
+    def add(text: str, block: Block, after: str) -> None:
         nonlocal used
-        used += size + (joiner_size if texts else 0)
+        used += length(text) + (joiner_size if texts else 0)
         texts.append(text)
         plains.append(plain_block(block) + after)
 
     while pending:
-        block, after = pending.popleft()
-        text = renderer.block(block)
-        size = length(text)
-        if used + size + (joiner_size if texts else 0) <= limit:
-            add(text, size, block, after)
-            continue
+        block, after, is_tail = pending.popleft()
+        # The tail of a huge block is not rendered whole when it cannot fit: only cut.
+        if not is_tail or lower_bound(block, limit) <= limit:
+            text = renderer.block(block)
+            size = length(text)
+            if used + size + (joiner_size if texts else 0) <= limit:
+                add(text, block, after)
+                continue
+            flush()
+            if size <= limit:
+                add(text, block, after)
+                continue
         flush()
-        if size <= limit:
-            add(text, size, block, after)
-            continue
-        cut = _cut(block, renderer, limit, length)
-        if cut is None:  # unreachable at MIN_LIMIT and above; never loop forever
-            add(text, size, block, after)
+        cut = _cut_huge(block, renderer, limit, length)
+        if cut is None:
+            whole = plain_block(block)
+            visible = whole.lstrip()
+            if visible and len(visible) < len(whole):
+                # Leading whitespace longer than a message: it becomes part of the gap
+                # between chunks, and the rest goes on as plain text.
+                lead = whole[: len(whole) - len(visible)]
+                if chunks:
+                    chunks[-1] = replace(chunks[-1], plain=chunks[-1].plain + lead)
+                else:
+                    carry += lead
+                pending.appendleft((Paragraph(text_inlines(visible)), after, True))
+                continue
+            add(renderer.block(block), block, after)  # unreachable at MIN_LIMIT and above
             flush()
             continue
         head, gap, tail = cut
-        head_text = renderer.block(head)
         if tail is None:
-            add(head_text, length(head_text), head, gap + after)
+            add(renderer.block(head), head, gap + after)
             continue
-        add(head_text, length(head_text), head, gap)
+        add(renderer.block(head), head, gap)
         flush()
-        pending.appendleft((tail, after))
+        pending.appendleft((tail, after, True))
     flush()
     return chunks
 
 
-def _cut(
-    block: Block, renderer: Renderer, limit: int, length: Callable[[str], int]
-) -> tuple[Block, str, Block | None] | None:
+def _cut_huge(block: Block, renderer: Renderer, limit: int, length: Length) -> Cut | None:
+    """Cut only the window of ``block`` that a head can reach, then join its tail back."""
+    window = take_window(block, limit)
+    if window is None:
+        return _cut(block, renderer, limit, length)
+    prefix, rest, joint = window
+    cut = _cut(prefix, renderer, limit, length)
+    if cut is None:
+        return _cut(block, renderer, limit, length)
+    head, gap, tail = cut
+    if tail is None:
+        return head, gap + joint, rest
+    joined = join(tail, rest)
+    if joined is None:
+        return _cut(block, renderer, limit, length)
+    return head, gap, joined
+
+
+def _cut(block: Block, renderer: Renderer, limit: int, length: Length) -> Cut | None:
     """``(head, gap, tail)``: ``plain(head) + gap + plain(tail) == plain(block)`` and the
     head fits. ``tail`` is ``None`` when nothing visible is left after the head (then
     ``gap`` is the rest of the block's plain text, all whitespace)."""
@@ -103,36 +140,31 @@ def _cut(
     whole = plain_block(block)
     parts = split_block(block, measure, limit)
     if parts is not None:
-        head, tail = parts
-        head_plain, tail_plain = plain_block(head), plain_block(tail)
-        gap = _gap(whole, head_plain, tail_plain)
-        if gap is not None:
-            return (head, gap + tail_plain, None) if not tail_plain.strip() else (head, gap, tail)
-    if type(block) is Paragraph and all(_is_plain(child) for child in block.children):
+        cut = _checked(whole, *parts)
+        if cut is not None:
+            return cut
+    if type(block) is Paragraph and all(type(c) in (Text, Break) for c in block.children):
         return None
     fallback = Paragraph(text_inlines(whole))
     if measure(fallback) <= limit:
         return fallback, "", None
     parts = split_block(fallback, measure, limit)
-    if parts is None:
-        return None
-    head, tail = parts
+    return None if parts is None else _checked(whole, *parts)
+
+
+def _checked(whole: str, head: Block, tail: Block) -> Cut | None:
+    """The cut with its gap, when ``head`` and ``tail`` are a prefix and a suffix of
+    ``whole`` in plain text, the head shows something and the cut made progress."""
     head_plain, tail_plain = plain_block(head), plain_block(tail)
-    gap = _gap(whole, head_plain, tail_plain)
-    if gap is None:
+    if (
+        not head_plain.strip()
+        or len(tail_plain) >= len(whole)
+        or len(head_plain) + len(tail_plain) > len(whole)
+    ):
         return None
-    return (head, gap + tail_plain, None) if not tail_plain.strip() else (head, gap, tail)
-
-
-def _is_plain(node: object) -> bool:
-    return type(node) is Text or type(node) is Break
-
-
-def _gap(whole: str, head: str, tail: str) -> str | None:
-    """What lies between ``head`` and ``tail`` in ``whole``, when they are its prefix and
-    suffix and the cut made progress."""
-    if not head or len(tail) >= len(whole) or len(head) + len(tail) > len(whole):
+    if not (whole.startswith(head_plain) and whole.endswith(tail_plain)):
         return None
-    if not (whole.startswith(head) and whole.endswith(tail)):
-        return None
-    return whole[len(head) : len(whole) - len(tail)]
+    gap = whole[len(head_plain) : len(whole) - len(tail_plain)]
+    if not tail_plain.strip():
+        return head, gap + tail_plain, None
+    return head, gap, tail

@@ -15,9 +15,10 @@ by a zero-width space wherever they appear, as a second line of defence behind
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from connectors.render.base import Renderer, is_safe_web_url
-from connectors.render.ir import Block, Inline, Link, Style, Table
+from connectors.render.ir import Block, Inline, Link, Style, Styled, Table
 from connectors.render.plain import plain_inlines
 from connectors.render.slack import break_fences
 from connectors.render.table import layout
@@ -28,16 +29,28 @@ DISCORD_LIMIT = 2000
 CONSOLE_LIMIT = 100_000
 """No platform limit; chunks stay below this so one reply never becomes one huge write."""
 
-_ESCAPE = re.compile(r"[\\`*~|\[\]<>]|(?<![^\W_])_|_(?![^\W_])|&(?=[#A-Za-z0-9])")
+_ALWAYS = str.maketrans({char: "\\" + char for char in "\\`*~|[]<>"})
+_ALWAYS_CHARS = frozenset("\\`*~|[]<>")
+_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # not inside a word
+_AMPERSAND = re.compile(r"&(?=[#A-Za-z0-9])")  # could start an entity
 _LINE_START = frozenset("#-+=>")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*$")  # what an autolink may hold
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 _MARKS: dict[Style, str] = {"bold": "**", "italic": "*", "strike": "~~"}
 _ZWSP = "\u200b"
+# What CommonMark counts as whitespace next to emphasis delimiters (Python's strip() differs).
+_SPACE = " \t\n\r\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
 
 
 def escape(text: str) -> str:
     """Backslash-escape the characters that could start Markdown markup inside a line."""
-    return _ESCAPE.sub(r"\\\g<0>", text)
+    if not _ALWAYS_CHARS.isdisjoint(text):
+        text = text.translate(_ALWAYS)
+    if "_" in text:
+        text = _UNDERSCORE.sub(r"\\_", text)
+    if "&" in text:
+        text = _AMPERSAND.sub(r"\\&", text)
+    return text
 
 
 def escape_line_starts(text: str) -> str:
@@ -70,7 +83,7 @@ def neutralize_mentions(text: str) -> str:
 def _wrap(mark: str, inner: str) -> str:
     """``mark`` around ``inner`` with its outer whitespace kept outside, where emphasis
     delimiters must be for the span to parse."""
-    core = inner.strip()
+    core = inner.strip(_SPACE)
     if not core:
         return inner
     start = inner.find(core)
@@ -120,7 +133,7 @@ class MarkdownRenderer(Renderer):
     def text(self, text: str) -> str:
         return escape(text)
 
-    def code(self, text: str, nested: bool) -> str:
+    def code(self, text: str, in_link: bool) -> str:
         if self.discord:
             text = break_fences(text)
             fence = "``" if "`" in text else "`"
@@ -131,6 +144,19 @@ class MarkdownRenderer(Renderer):
             pad = " "
         return f"{fence}{pad}{text}{pad}{fence}"
 
+    def join_inlines(self, nodes: Sequence[Inline], parts: list[str]) -> str:
+        # "*a*" then "**b**" would read as one delimiter run "***": switch the italic
+        # span at the seam to underscores.
+        for i in range(1, len(parts)):
+            before, after = parts[i - 1], parts[i]
+            if before.endswith("*") and not before.endswith("\\*") and after.startswith("*"):
+                for j in (i, i - 1):
+                    node, part = nodes[j], parts[j]
+                    if type(node) is Styled and node.style == "italic" and part[:1] == part[-1:] == "*":
+                        parts[j] = "_" + part[1:-1] + "_"
+                        break
+        return "".join(parts)
+
     def line_break(self, hard: bool) -> str:
         return "\\\n" if hard and not self.discord else "\n"
 
@@ -139,11 +165,14 @@ class MarkdownRenderer(Renderer):
 
     def link(self, link: Link, active: frozenset[Style]) -> str:
         label = self.inlines(link.children, active, True)
-        schemes = ("http://", "https://") if self.discord else ("http://", "https://", "mailto:")
-        if not is_safe_web_url(link.href, schemes):
+        # Discord links only the web; the console shows whatever the reply linked to
+        if not link.href or (self.discord and not is_safe_web_url(link.href)):
             return label + escape(link.plain_suffix)
         if link.auto or plain_inlines(link.children) == link.href:
-            return link.href if self.discord else f"<{link.href}>"
+            if self.discord:
+                return link.href
+            if _SCHEME.match(link.href):
+                return f"<{link.href}>"
         return f"[{label}]({_destination(link.href)})"
 
     def paragraph(self, inner: str) -> str:

@@ -46,8 +46,8 @@ _ALIGNS: dict[str, Align] = {
 
 
 def parse(markdown: str) -> Document:
-    """Parse ``markdown`` into a :class:`Document`. Blocks without visible content (an empty
-    heading, code block or quote) are dropped."""
+    """Parse ``markdown`` into a :class:`Document`. Blocks without visible content (blank
+    paragraphs and headings, empty code blocks and quotes) are dropped."""
     tokens = _MD.parse(markdown)
     blocks, _ = _blocks(tokens, 0, "")
     return Document(blocks)
@@ -119,12 +119,16 @@ def _list(tokens: Sequence[Token], i: int) -> tuple[ListBlock, int]:
         items.append(ListItem(blocks))
     if i < len(tokens) and tokens[i].type == close:
         i += 1
-    return ListBlock(items, ordered, start, _tight(tokens[first:i], opening.level)), i
+    # A table runs on into whatever follows it without a blank line: space such lists out.
+    has_table = any(type(b) is Table for item in items for b in item.blocks)
+    tight = not has_table and _tight(tokens[first:i], opening.level)
+    return ListBlock(items, ordered, start, tight), i
 
 
 def _tight(tokens: Sequence[Token], level: int) -> bool:
     """Whether a list is tight. markdown-it hides the paragraphs of a tight list; a list
-    without paragraphs is loose when a blank line separates its items or blocks."""
+    without paragraphs is loose when a blank line visibly separates its items or blocks
+    (markdown-it's line maps count trailing blank lines in, so some are missed)."""
     child_level = level + 2
     last_end: int | None = None
     for tok in tokens:
@@ -133,8 +137,8 @@ def _tight(tokens: Sequence[Token], level: int) -> bool:
         if tok.type == "list_item_open" and tok.level == level + 1:
             if tok.map and last_end is not None and tok.map[0] > last_end:
                 return False
-        elif tok.level == child_level and tok.nesting >= 0 and tok.map:
-            if last_end is not None and tok.map[0] > last_end and tok.nesting >= 0:
+        elif tok.level == child_level and tok.nesting >= 0 and tok.map:  # a block in an item
+            if last_end is not None and tok.map[0] > last_end:
                 return False
             last_end = tok.map[1]
     return True
@@ -232,7 +236,7 @@ def inlines(tokens: Sequence[Token]) -> list[Inline]:
             if links:
                 out.append(Text(alt or src))
             else:
-                link = Link(src, [Text(alt or src)])
+                link = Link(src, [Text(alt)] if alt else [])
                 _finish_link(link)
                 out.append(link)
     _drop_empty(root)
@@ -241,9 +245,10 @@ def inlines(tokens: Sequence[Token]) -> list[Inline]:
 
 def _finish_link(link: Link) -> None:
     label = plain_inlines(link.children)
-    if not label.strip():
-        link.children = [Text(link.href)]
-        label = link.href
+    if not label.strip():  # shown as the address, like an autolink
+        label = _MD.normalizeLinkText(link.href) if link.href else ""
+        link.children = [Text(label or link.href)]
+        link.auto = True
     link.plain_suffix = "" if link.auto or label == link.href or not link.href else f" ({link.href})"
 
 

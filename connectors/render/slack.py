@@ -4,6 +4,9 @@
 model can form ``<!channel>``, ``<!here>``, ``<@U…>`` or ``<#C…>``: the only ``<`` in the
 output opens a link this module built, ``<url|label>``, with ``& < > |`` in the address
 escaped and the label escaped. Quotes inside quotes merge, as Slack cannot nest them.
+mrkdwn has no escape for ``*``, ``_``, ``~`` or backticks, so a literal one in the text
+can still pair up with another into formatting; a backtick inside inline code is shown
+as a look-alike (U+02CB).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class SlackRenderer(Renderer):
     def text(self, text: str) -> str:
         return escape(text)
 
-    def code(self, text: str, nested: bool) -> str:
+    def code(self, text: str, in_link: bool) -> str:
         if not text.strip():
             return escape(text)
         # a backtick cannot be escaped inside Slack code; show a look-alike

@@ -119,9 +119,7 @@ def _split_list(block: ListBlock, measure: Measure, limit: int) -> tuple[Block, 
     first = items[0]
     if not first.blocks:
         return None
-    parts = _split_blocks(
-        first.blocks, lambda bs: make([ListItem(bs, first.continued)]), measure, limit
-    )
+    parts = _split_blocks(first.blocks, lambda bs: make([ListItem(bs, first.continued)]), measure, limit)
     if parts is None:
         return None
     head = make([ListItem(parts[0], first.continued)])
@@ -154,7 +152,13 @@ def _split_code(block: CodeBlock, measure: Measure, limit: int) -> tuple[Block, 
         if at + 1 < len(code):
             lines.append((at, at + 1))
         at = code.find("\n", at + 1)
-    cut = _best_cut([lines], head_size, limit, lambda p: safe_cut(code, p), first, bound)
+
+    def skip(position: int) -> int:
+        while position < len(code) and code[position] in " \t":
+            position += 1
+        return position
+
+    cut = _best_cut([lines], head_size, limit, lambda p: safe_cut(code, p), first, bound, skip)
     if cut is None:
         return None
     return CodeBlock(code[: cut[0]], lang), CodeBlock(code[cut[1] :], lang)
@@ -189,19 +193,24 @@ def _split_inline(
             return position
         return starts[i] + safe_cut(leaf.text, position - starts[i])  # type: ignore[union-attr]
 
+    def skip(position: int) -> int:
+        # the whitespace (or the line break) right after a hard cut goes with the cut
+        i = bisect.bisect_right(starts, position) - 1
+        leaf = atoms[i][0]
+        if type(leaf) is Break:
+            return position + 1 if starts[i] == position and position + 1 < total else position
+        text = leaf.text  # type: ignore[union-attr]
+        offset = position - starts[i]
+        return starts[i] + len(text) - len(text[offset:].lstrip())
+
     first = _first_visible(atoms, starts)
     if first >= total:
         return None
     levels = _inline_cuts(atoms, starts, first, bound, total)
-    cut = _best_cut(levels, head_size, limit, hard, first, bound)
+    cut = _best_cut(levels, head_size, limit, hard, first, bound, skip)
     if cut is None:
         return None
     start, end = cut
-    if end == start and start + 1 < total:
-        # a hard cut right before a line break drops the break instead of leading with it
-        i = bisect.bisect_right(starts, start) - 1
-        if type(atoms[i][0]) is Break and starts[i] == start:
-            end = start + 1
     head_atoms = _slice(atoms, starts, 0, start)
     tail_atoms = _slice(atoms, starts, end, total)
     cut_links = _links(head_atoms[-1:]) & _links(tail_atoms[:1])
@@ -225,9 +234,7 @@ def _first_visible(atoms: list[Atom], starts: list[int]) -> int:
     return starts[-1] + 1 if starts else 0
 
 
-def _inline_cuts(
-    atoms: list[Atom], starts: list[int], first: int, bound: int, total: int
-) -> list[list[Cut]]:
+def _inline_cuts(atoms: list[Atom], starts: list[int], first: int, bound: int, total: int) -> list[list[Cut]]:
     lines: list[Cut] = []
     sentences: list[Cut] = []
     words: list[Cut] = []
@@ -259,9 +266,12 @@ def _best_cut(
     hard: Callable[[int], int],
     first: int,
     bound: int,
+    skip: Callable[[int], int],
 ) -> Cut | None:
     """The cut at the coarsest level that fills at least half the limit, else the fullest.
-    Heads end after ``first`` (the first visible character) and by ``bound``."""
+    Heads end after ``first`` (the first visible character) and by ``bound``. ``hard``
+    moves a cut anywhere off a grapheme boundary; ``skip`` gives the end of the whitespace
+    after it, which the cut drops so the tail does not start with it."""
     best: Cut | None = None
     best_size = -1
     for cuts in levels:
@@ -282,12 +292,10 @@ def _best_cut(
     p = last_fitting(bound - first, lambda i: head_size((first + i + 1,) * 2) <= limit)
     if p >= 0:
         position = hard(first + p + 1)
-        if position != first + p + 1 and (
-            position <= first or head_size((position, position)) > limit
-        ):
+        if position != first + p + 1 and (position <= first or head_size((position, position)) > limit):
             position = first + p + 1
         if head_size((position, position)) > best_size:
-            return position, position
+            return position, skip(position)
     return best
 
 

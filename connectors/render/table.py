@@ -46,7 +46,5 @@ def split_rows(table: Table, count: int) -> tuple[Table, Table]:
         table.header_plain,
         table.rows_plain[:count],
     )
-    tail = Table(
-        None, table.rows[count:], table.aligns, table.widths, None, table.rows_plain[count:]
-    )
+    tail = Table(None, table.rows[count:], table.aligns, table.widths, None, table.rows_plain[count:])
     return head, tail

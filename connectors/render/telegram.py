@@ -1,8 +1,8 @@
 """Telegram: HTML in the subset the Bot API accepts (``parse_mode="HTML"``).
 
 Only ``b i s code pre a blockquote`` are emitted. Telegram rejects some nestings, so a
-code span inside a style or link is shown as its text, a quote inside a quote is merged
-into the outer one, and a link inside a link is only its label. Links other than
+code span inside a link is shown as its text, a quote inside a quote is merged into the
+outer one, and a link inside a link is only its label. Links other than
 ``http(s)`` are shown as ``label (address)`` text: Telegram refuses unknown schemes and
 ``tg://`` links could mention users.
 """
@@ -43,9 +43,9 @@ class TelegramRenderer(Renderer):
     def text(self, text: str) -> str:
         return escape(text)
 
-    def code(self, text: str, nested: bool) -> str:
-        # Telegram allows no entity around a code entity
-        return escape(text) if nested else f"<code>{escape(text)}</code>"
+    def code(self, text: str, in_link: bool) -> str:
+        # a link cannot contain a code entity
+        return escape(text) if in_link else f"<code>{escape(text)}</code>"
 
     def styled(self, style: Style, inner: str) -> str:
         tag = _TAGS[style]

@@ -48,6 +48,4 @@ def _joins(before: str, after: str) -> bool:
     if before == _ZWJ or after == _ZWJ:
         return True
     code = ord(after)
-    return bool(
-        unicodedata.combining(after) or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF
-    )
+    return bool(unicodedata.combining(after) or 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF)
