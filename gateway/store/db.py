@@ -44,6 +44,47 @@ def code_schema_version() -> int:
     return migrations()[-1][0]
 
 
+class Result:
+    """A statement's result, read in full: rows, ``rowcount`` and ``lastrowid``."""
+
+    def __init__(self, rows: list[sqlite3.Row], rowcount: int, lastrowid: int | None):
+        self.rows = rows
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    async def fetchone(self) -> sqlite3.Row | None:
+        return self.rows[0] if self.rows else None
+
+    async def fetchall(self) -> list[sqlite3.Row]:
+        return self.rows
+
+
+class TransactionConnection:
+    """The writer connection inside :meth:`Database.transaction`; one hop per statement."""
+
+    def __init__(self, conn: aiosqlite.Connection):
+        self._conn = conn
+
+    async def execute(self, sql: str, params: Iterable[Any] = ()) -> Result:
+        values = tuple(params)
+
+        def run(conn: sqlite3.Connection) -> Result:
+            cursor = conn.execute(sql, values)
+            try:
+                return Result(cursor.fetchall(), cursor.rowcount, cursor.lastrowid)
+            finally:
+                cursor.close()
+
+        return await self._conn._execute(run, self._conn._conn)
+
+    async def execute_fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        return (await self.execute(sql, params)).rows
+
+    async def executemany(self, sql: str, seq_of_params: Iterable[Iterable[Any]]) -> None:
+        rows = [tuple(p) for p in seq_of_params]
+        await self._conn._execute(lambda conn: conn.executemany(sql, rows).close(), self._conn._conn)
+
+
 class Database:
     """An open Talon database. Use :func:`open_database` to get one."""
 
@@ -65,12 +106,16 @@ class Database:
                 log.warning("WAL checkpoint failed: %s", exc)
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+    async def transaction(self) -> AsyncIterator[TransactionConnection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception.
+
+        Statements run through a :class:`TransactionConnection`, which reads each result
+        in full: no half-read cursor can be left open to block the COMMIT.
+        """
         async with self._write_lock:
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self.conn
+                yield TransactionConnection(self.conn)
             except BaseException:
                 await self.conn.rollback()
                 raise
