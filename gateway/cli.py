@@ -59,6 +59,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("channel", help="configured channel name")
     p.add_argument("text", help="Markdown text, or - to read standard input")
     p.add_argument("--chat", help="chat id (default: the channel's home_chat)")
+
+    p = sub.add_parser("mcp", help="MCP servers of this gateway")
+    mcp = p.add_subparsers(dest="mcp_command", metavar="SERVER", required=True)
+    p = mcp.add_parser(
+        "host-tools",
+        parents=[common],
+        help="the __talond_host_tools MCP server over stdio",
+        description="Serve the host tools as an MCP server on stdin/stdout. Inside an agent run the "
+        "run's identity comes from TALON_* environment variables; otherwise --persona/--thread open a "
+        "session with the running daemon for as long as this process runs.",
+    )
+    p.add_argument("--persona", help="persona whose capabilities apply (default: the thread's persona)")
+    p.add_argument(
+        "--thread", help="thread id from `talon threads`, or a console thread name (default: main)"
+    )
+
+    p = sub.add_parser("audit", parents=[common], help="recent host-tool audit log entries")
+    p.add_argument("--limit", type=int, default=50, help="how many entries (newest first; default 50)")
+    sub.add_parser("schedules", parents=[common], help="list schedules with their next run")
     return parser
 
 
@@ -269,6 +288,76 @@ def cmd_backup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_only(args: argparse.Namespace, query: Callable[[Any], Any]) -> Any:
+    """Run ``query(db)`` on the database opened without migrating (safe while the daemon runs)."""
+    from gateway.store.db import DB_FILE, open_database
+
+    path = _settings(args).data_path / DB_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no database at {path} yet; start the daemon once with `talon run`")
+
+    async def run() -> Any:
+        db = await open_database(path, migrate=False)
+        try:
+            return await query(db)
+        finally:
+            await db.close()
+
+    return asyncio.run(run())
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from tools.mcp_server import main as serve_host_tools
+
+    return serve_host_tools(args.config, persona=args.persona, thread=args.thread)
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from tools.audit import recent_entries
+
+    try:
+        rows = _read_only(args, lambda db: recent_entries(db, args.limit))
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    print(
+        f"{'TIME':<19}  {'RUN':>5} {'THREAD':>6}  {'PERSONA':<12} {'TOOL':<16} {'DECISION':<8} {'STATUS':<7} DETAIL"
+    )
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["ts"]))
+        print(
+            f"{when:<19}  {_dash(r['run_id']):>5} {_dash(r['thread_id']):>6}  {_dash(r['persona']):<12} "
+            f"{_dash(r['tool']):<16} {r['decision']:<8} {_dash(r['status']):<7} {r['detail'] or ''}"
+        )
+    return 0
+
+
+def cmd_schedules(args: argparse.Namespace) -> int:
+    from gateway.scheduler import list_schedules
+
+    try:
+        rows = _read_only(args, list_schedules)
+    except FileNotFoundError as exc:
+        return _fail(str(exc))
+    if not rows:
+        print("no schedules")
+        return 0
+    print(
+        f"{'ID':<14} {'PERSONA':<12} {'LABEL':<20} {'WHEN':<25} {'TIMEZONE':<16} {'ON':<3} {'NEXT RUN':<25} LAST"
+    )
+    for s in rows:
+        when = s["cron_expr"] or (f"once {s['run_at']}" if s["run_at"] else "-")
+        last = f"{s['last_status']} at {s['last_run_at']}" if s["last_status"] else "-"
+        print(
+            f"{s['id']:<14} {s['persona']:<12} {(s['label'] or '-')[:20]:<20} {when:<25} {s['timezone']:<16} "
+            f"{'yes' if s['enabled'] else 'no':<3} {s['next_run_at'] or '-':<25} {last}"
+        )
+    return 0
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from gateway.doctor import run_doctor
 
@@ -285,6 +374,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "migrate": cmd_migrate,
     "backup": cmd_backup,
     "send": cmd_send,
+    "mcp": cmd_mcp,
+    "audit": cmd_audit,
+    "schedules": cmd_schedules,
 }
 
 if __name__ == "__main__":

@@ -1,0 +1,241 @@
+"""Host-tool call latency: in process, and through ``talon mcp host-tools`` and the bridge.
+
+- in process: :meth:`tools.bridge.Bridge.call` (decision, schema check, handler, two audit
+  rows) for ``memory_access`` write and read, as the agent loop calls it;
+- over MCP: a running daemon (``talon run``), ``talon mcp host-tools --persona --thread``
+  as a stdio subprocess, and the ``mcp`` Python client timing each ``tools/call`` round
+  trip (client -> stdio server -> bridge socket -> daemon -> back), after startup;
+- ``tools/list`` over MCP for a persona holding every capability label.
+
+For reference it also times the ``memory_access`` handler alone (no bridge) and the same
+MCP client against the same stdio server with a stand-in bridge that answers at once:
+the MCP SDK's own round trip, which no bridge can beat.
+
+    python -m bench.bench_host_tools [--calls 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+
+from gateway.config import load_settings
+from gateway.personas import load_personas
+from gateway.store.db import DB_FILE, open_database
+from tests.e2e.daemon import TALON, Daemon, talon_env
+from tests.harness import write_config
+from tools import registry
+from tools.base import ToolContext
+from tools.bridge import Bridge
+from tools.capabilities import KNOWN_LABELS
+
+PROVIDER = {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "none"}
+TARGETS = {
+    "in process p50": 0.5,
+    "over MCP p50": 3.0,
+    "over MCP p99": 15.0,
+    "tools/list p50": 5.0,
+}
+
+
+def every_label() -> list[str]:
+    out = []
+    for prefix, scope in KNOWN_LABELS.items():
+        out.append(prefix if scope is None else (f"{prefix}:*" if scope == "<name>" else f"{prefix}:{scope}"))
+    return out
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+async def timed(n: int, call: Callable[[int], Awaitable[Any]]) -> list[float]:
+    """Milliseconds per call, ``n`` calls in sequence."""
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        await call(i)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+async def in_process(root: Path, calls: int) -> dict[str, list[float]]:
+    settings = load_settings(root / "talon.yaml")
+    db = await open_database(settings.data_path / DB_FILE)
+    try:
+        async with db.transaction() as conn:
+            rows = await conn.execute_fetchall(
+                "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('console', 'bench', 0, 0) "
+                "RETURNING id"
+            )
+        bridge = Bridge(db=db, settings=settings, personas=load_personas(settings))
+        identity = bridge.register(1, rows[0][0], "assistant")
+
+        async def write(i: int) -> None:
+            result = await bridge.call(
+                identity, "memory_access", {"operation": "write", "key": f"k{i % 50}", "value": "v"}
+            )
+            assert not result.is_error, result.content
+
+        async def read(i: int) -> None:
+            result = await bridge.call(identity, "memory_access", {"operation": "read", "key": f"k{i % 50}"})
+            assert not result.is_error, result.content
+
+        ctx = ToolContext(rows[0][0], bridge.personas["assistant"], db, settings)
+        handler = registry.by_mcp_name("memory_access").handler  # type: ignore[union-attr]
+
+        async def handler_only(i: int) -> None:
+            await handler(ctx, {"operation": "read", "key": f"k{i % 50}"})
+
+        await timed(100, write)  # warm up
+        result = {
+            "write": await timed(calls, write),
+            "read": await timed(calls, read),
+            "handler read": await timed(calls, handler_only),
+        }
+        await bridge.audit.flush()
+        return result
+    finally:
+        await db.close()
+
+
+async def over_mcp(root: Path, calls: int) -> dict[str, list[float]]:
+    config = root / "talon.yaml"
+    async with Daemon(config) as daemon:
+        await daemon.start(root / "data")
+        command = [
+            *TALON,
+            "mcp",
+            "host-tools",
+            "-c",
+            str(config),
+            "--persona",
+            "assistant",
+            "--thread",
+            "bench",
+        ]
+        params = StdioServerParameters(command=command[0], args=command[1:], env=talon_env())
+        async with Client(params, read_timeout_seconds=30) as client:
+
+            async def write(i: int) -> None:
+                result = await client.call_tool(
+                    "memory_access", {"operation": "write", "key": f"k{i % 50}", "value": "v"}
+                )
+                assert not result.is_error, result.content
+
+            async def read(i: int) -> None:
+                result = await client.call_tool("memory_access", {"operation": "read", "key": f"k{i % 50}"})
+                assert not result.is_error, result.content
+
+            async def listing(i: int) -> None:
+                listed = await client.list_tools(cache_mode="refresh")
+                assert len(listed.tools) == len(registry.all_tools())
+
+            await timed(50, write)  # warm up
+            result = {
+                "write": await timed(calls, write),
+                "read": await timed(calls, read),
+                "tools/list": await timed(max(50, calls // 5), listing),
+            }
+        try:
+            code = await daemon.stop()
+        except TimeoutError:
+            code = None
+        if code != 0:
+            print(
+                f"warning: talon run did not stop cleanly ({code}):\n{daemon.log()[-2000:]}", file=sys.stderr
+            )
+    return result
+
+
+class _InstantBridge:
+    """Stands in for the bridge client: answers every request at once."""
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        return [
+            {"name": t.mcp_name, "description": t.description, "inputSchema": t.input_schema}
+            for t in registry.all_tools()
+        ]
+
+    async def call(self, tool: str, arguments: Any) -> dict[str, Any]:
+        return {"content": '{"ok": true}', "is_error": False, "unknown_tool": False}
+
+
+async def serve_instant() -> None:
+    from mcp.server.stdio import stdio_server
+
+    from tools.mcp_server import build_server
+
+    server = build_server(_InstantBridge())  # type: ignore[arg-type]
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def sdk_floor(calls: int) -> dict[str, list[float]]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "bench.bench_host_tools", "--instant-server"]
+    )
+    async with Client(params, read_timeout_seconds=30) as client:
+
+        async def call(i: int) -> None:
+            await client.call_tool("memory_access", {"operation": "read", "key": "k"})
+
+        async def listing(i: int) -> None:
+            await client.list_tools(cache_mode="refresh")
+
+        await timed(50, call)
+        return {"call": await timed(calls, call), "tools/list": await timed(max(50, calls // 5), listing)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=1000, help="calls per operation")
+    ap.add_argument("--instant-server", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.instant_server:
+        asyncio.run(serve_instant())
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_config(
+            root,
+            provider=PROVIDER,
+            model="fake:m",
+            extra={"log_level": "warning"},
+            personas={"assistant": {"capabilities": every_label()}},
+        )
+        local = asyncio.run(in_process(root, args.calls))
+        remote = asyncio.run(over_mcp(root, args.calls))
+        floor = asyncio.run(sdk_floor(args.calls))
+    rows: dict[str, float] = {}
+    for kind, samples in (("in process", local), ("over MCP", remote)):
+        both = samples["write"] + samples["read"]
+        rows[f"{kind} p50"] = pct(both, 0.5)
+        rows[f"{kind} p99"] = pct(both, 0.99)
+        for op in ("write", "read"):
+            rows[f"{kind} {op} p50"] = pct(samples[op], 0.5)
+    rows["tools/list p50"] = pct(remote["tools/list"], 0.5)
+    rows["tools/list p99"] = pct(remote["tools/list"], 0.99)
+    rows["ref: handler read p50"] = pct(local["handler read"], 0.5)
+    rows["ref: MCP SDK call p50"] = pct(floor["call"], 0.5)
+    rows["ref: MCP SDK list p50"] = pct(floor["tools/list"], 0.5)
+    print(f"host tools: memory_access write+read, {args.calls} calls each (ms)", file=sys.stdout)
+    for key, value in rows.items():
+        target = TARGETS.get(key)
+        verdict = (
+            "" if target is None else (f"  (target < {target:g}: {'ok' if value < target else 'MISSED'})")
+        )
+        print(f"  {key:>22}: {value:8.3f}{verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""``__talond_host_tools`` seen by the ``mcp`` client: in process, and as the
+``talon mcp host-tools`` process with a run identity in its environment."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from tests.e2e.daemon import talon_env
+from tests.integration.host_tools.conftest import BridgeEnv, make_bridge_env
+from tools import registry
+from tools.mcp_server import build_server, main
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[BridgeEnv]:
+    env = await make_bridge_env(
+        tmp_path, {"assistant": {"capabilities": ["memory.access:thread", "schedule.manage:own"]}}
+    )
+    yield env
+    await env.close()
+
+
+async def test_list_and_call_in_process(env: BridgeEnv) -> None:
+    identity = env.register("assistant")
+    async with env.client(identity) as bridge, Client(build_server(bridge)) as client:
+        listed = await client.list_tools()
+        wrote = await client.call_tool(
+            "memory_access", {"operation": "write", "key": "city", "value": "Oslo"}
+        )
+        read = await client.call_tool("memory_access", {"operation": "read", "key": "city"})
+        invalid = await client.call_tool("schedule_manage", {"action": "explode"})
+        with pytest.raises(MCPError, match="Unknown tool: db_query"):
+            await client.call_tool("db_query", {"sql": "SELECT 1"})
+    expected = [registry.by_mcp_name("memory_access"), registry.by_mcp_name("schedule_manage")]
+    assert [(t.name, t.description, t.input_schema) for t in listed.tools] == [
+        (t.mcp_name, t.description, t.input_schema) for t in expected if t
+    ]
+    assert not wrote.is_error and json.loads(wrote.content[0].text)["created"] is True
+    assert json.loads(read.content[0].text)["value"] == "Oslo"
+    assert invalid.is_error and invalid.content[0].text.startswith(
+        "invalid arguments for schedule_manage: action must be one of"
+    )
+
+
+async def test_the_stdio_server_acts_as_the_run_in_its_environment(env: BridgeEnv) -> None:
+    identity = env.register("assistant")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "gateway.cli", "mcp", "host-tools"],
+        env=talon_env(identity.environment(env.server.path)),
+        cwd=str(REPO),
+    )
+    async with Client(params, read_timeout_seconds=30) as client:
+        listed = await client.list_tools()
+        await client.call_tool("memory_access", {"operation": "write", "key": "k", "value": {"n": 1}})
+        read = await client.call_tool("memory_access", {"operation": "read", "key": "k"})
+        env.bridge.unregister(identity.run_id)
+        after = await client.call_tool("memory_access", {"operation": "list"})
+    assert [t.name for t in listed.tools] == ["memory_access", "schedule_manage"]
+    assert json.loads(read.content[0].text)["value"] == '{"n": 1}'
+    assert after.is_error and "unknown or finished run" in after.content[0].text
+    stored = await env.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
+    assert tuple(stored) == (identity.thread_id, "assistant")
+
+
+def test_an_incomplete_identity_in_the_environment_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TALON_RUN_ID", "5")
+    monkeypatch.setenv("TALON_PERSONA", "assistant")
+    assert main(None, persona=None, thread=None) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "incomplete run identity" in captured.err and "TALON_RUN_SECRET" in captured.err

@@ -1,0 +1,337 @@
+"""The host-tool bridge: who may call which tool, the call itself, and its audit trail.
+
+Every host-tool call, from the in-process agent loop or from ``talon mcp host-tools``
+over the bridge socket, goes through :meth:`Bridge.call`:
+
+1. the caller's run identity must be registered (and, over the socket, proven with the
+   run's secret, thread and persona: :meth:`Bridge.authenticate`);
+2. the tool must be one the persona may list (:func:`tools.capabilities.may_list`);
+3. the arguments must fit the tool's JSON schema;
+4. :func:`tools.capabilities.check` must allow the call, scope included;
+5. the handler runs under the tool's timeout.
+
+Each refusal, each permission and each result status is written to the audit log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.runtime.agent import tool_result_text
+from tools import capabilities
+from tools.arguments import ArgumentChecker
+from tools.audit import AuditEntry, AuditLog, summarize_args
+from tools.base import HostServices, HostTool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from gateway.config import Settings
+    from gateway.personas import Persona
+    from gateway.store.db import Database
+
+__all__ = ["Bridge", "BridgeAuthError", "CallResult", "RunIdentity"]
+
+log = logging.getLogger("talon.bridge")
+
+SECRET_BYTES = 32
+
+# Environment variables that carry a run identity to ``talon mcp host-tools``.
+ENV_SOCKET = "TALON_BRIDGE_SOCKET"
+ENV_RUN_ID = "TALON_RUN_ID"
+ENV_SECRET = "TALON_RUN_SECRET"
+ENV_THREAD = "TALON_THREAD_ID"
+ENV_PERSONA = "TALON_PERSONA"
+
+
+@dataclass(frozen=True, slots=True)
+class RunIdentity:
+    """Who is calling: one agent run (or ad-hoc MCP session) and its per-run secret.
+
+    Attributes:
+        run_id (:obj:`int`): The ``runs`` row of the turn or session.
+        thread_id (:obj:`int`): The thread the run belongs to.
+        persona (:obj:`str`): The persona whose capability labels apply.
+        secret (:obj:`str`): ``secrets.token_urlsafe(32)``; proves the identity over the socket.
+    """
+
+    run_id: int
+    thread_id: int
+    persona: str
+    secret: str = field(repr=False)
+
+    def environment(self, socket_path: Path | str) -> dict[str, str]:
+        """The environment that lets ``talon mcp host-tools`` act as this run."""
+        return {
+            ENV_SOCKET: str(socket_path),
+            ENV_RUN_ID: str(self.run_id),
+            ENV_SECRET: self.secret,
+            ENV_THREAD: str(self.thread_id),
+            ENV_PERSONA: self.persona,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """What a call produced, ready for the model.
+
+    Attributes:
+        content (:obj:`str`): JSON text of the result, or the error message.
+        is_error (:obj:`bool`): The model should read ``content`` as an error.
+        refused (:obj:`bool`): The handler never ran (not permitted, bad arguments, unknown tool).
+        unknown_tool (:obj:`bool`): The tool does not exist for this persona (it is not listed);
+            MCP reports that as a protocol error rather than a tool result.
+    """
+
+    content: str
+    is_error: bool = False
+    refused: bool = False
+    unknown_tool: bool = False
+
+
+class BridgeAuthError(Exception):
+    """A request did not prove a registered run identity; the message says which part failed."""
+
+
+@dataclass(slots=True)
+class _Registration:
+    identity: RunIdentity
+    expires_at: float | None
+
+
+class Bridge:
+    """Decides, dispatches and audits host-tool calls.
+
+    Args:
+        db (:class:`gateway.store.db.Database`): The daemon's database (tools and the audit log).
+        settings (:class:`gateway.config.Settings`): The daemon's settings.
+        personas (Mapping[:obj:`str`, :class:`gateway.personas.Persona`]): Loaded personas by name.
+        services (:class:`tools.base.HostServices`, optional): Daemon capabilities for tools.
+        tools (Sequence[:class:`tools.base.HostTool`], optional): The tools on offer; defaults
+            to every tool in :mod:`tools.registry`.
+    """
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        settings: Settings,
+        personas: Mapping[str, Persona],
+        services: HostServices | None = None,
+        tools: Sequence[HostTool] | None = None,
+    ):
+        if tools is None:
+            from tools import registry
+
+            tools = registry.all_tools()
+        self.db = db
+        self.settings = settings
+        self.personas = personas
+        self.services = services
+        self.audit = AuditLog(db, settings.secrets())
+        self._tools: tuple[HostTool, ...] = tuple(tools)
+        self._by_name = {t.mcp_name: t for t in self._tools}
+        self._checkers = {t.mcp_name: ArgumentChecker(t.mcp_name, t.input_schema) for t in self._tools}
+        self._runs: dict[int, _Registration] = {}
+        # Decisions that do not depend on the arguments, per (persona, tool): personas and
+        # their labels are fixed while the daemon runs.
+        self._listable: dict[tuple[str, str], bool] = {}
+        self._unscoped: dict[tuple[str, str], capabilities.Decision] = {}
+
+    # ------------------------------------------------------------ identities
+
+    def register(self, run_id: int, thread_id: int, persona: str, *, ttl: float | None = None) -> RunIdentity:
+        """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
+
+        Raises:
+            :exc:`KeyError`: ``persona`` is not loaded.
+        """
+        if persona not in self.personas:
+            raise KeyError(f"no persona named {persona!r}; loaded: {', '.join(self.personas) or '(none)'}")
+        identity = RunIdentity(run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES))
+        expires = None if ttl is None else time.monotonic() + ttl
+        self._runs[run_id] = _Registration(identity, expires)
+        return identity
+
+    def unregister(self, run_id: int) -> None:
+        """Forget the run: its secret stops working at once."""
+        self._runs.pop(run_id, None)
+
+    def active(self, identity: RunIdentity) -> bool:
+        """Whether ``identity`` is the one currently registered for its run."""
+        entry = self._runs.get(identity.run_id)
+        if entry is None or entry.identity is not identity:
+            return False
+        if entry.expires_at is not None and time.monotonic() > entry.expires_at:
+            self._runs.pop(identity.run_id, None)
+            return False
+        return True
+
+    @property
+    def active_runs(self) -> int:
+        return len(self._runs)
+
+    async def authenticate(
+        self, *, run_id: Any, secret: Any, thread_id: Any, persona: Any, tool: str | None = None
+    ) -> RunIdentity:
+        """Match a socket request's claims against the registered run.
+
+        The secret is compared in constant time. A failed attempt is audited as ``refused``.
+
+        Raises:
+            :class:`BridgeAuthError`: With the reason.
+        """
+        entry = self._runs.get(run_id) if isinstance(run_id, int) and not isinstance(run_id, bool) else None
+        reason: str | None = None
+        if entry is None or not self.active(entry.identity):
+            reason = "unknown or finished run"
+        elif not isinstance(secret, str) or not hmac.compare_digest(
+            secret.encode(), entry.identity.secret.encode()
+        ):
+            reason = "the secret does not match the run"
+        elif thread_id != entry.identity.thread_id:
+            reason = "the thread does not match the run"
+        elif persona != entry.identity.persona:
+            reason = "the persona does not match the run"
+        if reason is None and entry is not None:
+            return entry.identity
+        self.audit.record(
+            AuditEntry(
+                run_id if isinstance(run_id, int) else None,
+                thread_id if isinstance(thread_id, int) else None,
+                str(persona)[:64] if persona is not None else None,
+                tool[:64] if isinstance(tool, str) else None,
+                "refused",
+                detail=f"authentication failed: {reason}",
+            )
+        )
+        raise BridgeAuthError(reason)
+
+    # ------------------------------------------------------------ tools
+
+    @property
+    def tools(self) -> tuple[HostTool, ...]:
+        return self._tools
+
+    def tools_for(self, identity: RunIdentity) -> list[HostTool]:
+        """The tools ``identity``'s persona may see, in registry order."""
+        persona = self.personas.get(identity.persona)
+        if persona is None:
+            return []
+        return [t for t in self._tools if self._may_list(persona, t)]
+
+    def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> capabilities.Decision:
+        if tool.scope_arg is not None:
+            return capabilities.check(persona.capabilities, tool, args)
+        key = (persona.name, tool.mcp_name)
+        decision = self._unscoped.get(key)
+        if decision is None:
+            decision = self._unscoped[key] = capabilities.check(persona.capabilities, tool, args)
+        return decision
+
+    def _may_list(self, persona: Persona, tool: HostTool) -> bool:
+        key = (persona.name, tool.mcp_name)
+        listable = self._listable.get(key)
+        if listable is None:
+            listable = self._listable[key] = capabilities.may_list(persona.capabilities, tool)
+        return listable
+
+    async def call(self, identity: RunIdentity, name: str, args: Any) -> CallResult:
+        """Decide, run and audit one call.
+
+        Never raises for a bad call: every refusal and failure comes back as a
+        :class:`CallResult` with ``is_error`` set and a message the model can act on.
+        """
+        persona = self.personas.get(identity.persona)
+        tool = self._by_name.get(name) if isinstance(name, str) else None
+        shown = name[:64] if isinstance(name, str) else None
+        if persona is None or not self.active(identity):
+            self._record(identity, shown, "refused", detail="the run is not active")
+            return CallResult("this run has ended; host tools are no longer available", True, refused=True)
+        if tool is None:
+            names = ", ".join(t.mcp_name for t in self.tools_for(identity)) or "none"
+            self._record(identity, shown, "refused", detail="unknown tool")
+            return CallResult(f"unknown tool {shown!r}; available: {names}", True, True, unknown_tool=True)
+        labels = persona.capabilities
+        if not self._may_list(persona, tool):
+            reason = capabilities.check(labels, tool, {}).reason
+            self._record(identity, tool.mcp_name, "refused", detail=reason)
+            return CallResult(reason, True, refused=True, unknown_tool=True)
+        problem = self._checkers[tool.mcp_name].problem(args)
+        if problem is not None:
+            self._record(identity, tool.mcp_name, "refused", detail=f"invalid arguments: {problem}")
+            return CallResult(f"invalid arguments for {tool.mcp_name}: {problem}", True, refused=True)
+        decision = self._check(persona, tool, args)
+        if not decision.allowed:
+            self._record(identity, tool.mcp_name, "refused", detail=decision.reason)
+            return CallResult(decision.reason, True, refused=True)
+        self._record(
+            identity,
+            tool.mcp_name,
+            "allowed",
+            detail=f"{decision.reason}; {summarize_args(args, tool.scope_arg)}",
+        )
+        return await self._run(identity, persona, tool, args)
+
+    async def _run(
+        self, identity: RunIdentity, persona: Persona, tool: HostTool, args: dict[str, Any]
+    ) -> CallResult:
+        ctx = ToolContext(
+            thread_id=identity.thread_id,
+            persona=persona,
+            db=self.db,
+            settings=self.settings,
+            services=self.services,
+            run_id=identity.run_id,
+        )
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(tool.timeout):
+                value = await tool.handler(ctx, args)
+            content = tool_result_text(value)
+        except ToolError as exc:
+            message = str(exc) or f"{tool.mcp_name} failed"
+            self._record(identity, tool.mcp_name, "result", "error", message)
+            return CallResult(message, is_error=True)
+        except TimeoutError:
+            self._record(identity, tool.mcp_name, "result", "timeout", f"no result within {tool.timeout:g}s")
+            return CallResult(
+                f"{tool.mcp_name} timed out after {tool.timeout:g}s; try a smaller request or try again later",
+                is_error=True,
+            )
+        except asyncio.CancelledError:
+            self._record(identity, tool.mcp_name, "result", "error", "canceled")
+            raise
+        except Exception as exc:
+            log.exception("host tool %s failed (run %s)", tool.mcp_name, identity.run_id)
+            self._record(identity, tool.mcp_name, "result", "error", f"internal error: {type(exc).__name__}")
+            return CallResult(f"internal error in {tool.mcp_name}", is_error=True)
+        elapsed = (time.perf_counter() - started) * 1000
+        self._record(identity, tool.mcp_name, "result", "ok", f"{elapsed:.1f} ms, {len(content)} chars")
+        return CallResult(content)
+
+    def _record(
+        self,
+        identity: RunIdentity,
+        tool: str | None,
+        decision: str,
+        status: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.audit.record(
+            AuditEntry(
+                identity.run_id,
+                identity.thread_id,
+                identity.persona,
+                tool,
+                decision,  # type: ignore[arg-type]
+                status,  # type: ignore[arg-type]
+                detail,
+            )
+        )

@@ -1,0 +1,91 @@
+"""Tool instruction files: the guidance injected into a persona's system prompt per tool.
+
+For each capability prefix (``channel.send``, ``memory.access``, ...) the text comes from
+``templates/tool-instructions/<prefix>.md`` in the config dir when that file is usable,
+otherwise from the packaged default ``tools/instructions/<prefix>.md``. A usable file
+starts with a ``##`` heading (one that does not is ignored with a warning naming it);
+empty and missing files are ignored. Files are read once, when the daemon starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+from tools import capabilities
+from tools.base import HostTool
+
+__all__ = ["OVERRIDE_DIR", "ToolInstructions", "read_instruction_file"]
+
+log = logging.getLogger("talon.tools")
+
+OVERRIDE_DIR = Path("templates") / "tool-instructions"
+_HEADING = re.compile(r"\A##[ \t]+\S")
+
+
+def read_instruction_file(path: Path | Traversable) -> str | None:
+    """The file's text when usable; ``None`` when missing, empty or not starting with ``##``."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("tool instructions %s ignored: cannot read it (%s)", path, exc)
+        return None
+    text = text.strip()
+    if not text:
+        return None
+    if not _HEADING.match(text):
+        log.warning("tool instructions %s ignored: the file must start with a '## ' heading", path)
+        return None
+    return text
+
+
+class ToolInstructions:
+    """The instruction text of every capability prefix, loaded once.
+
+    Args:
+        texts (Mapping[:obj:`str`, :obj:`str`]): Instruction text by capability prefix.
+        tools (Sequence[:class:`tools.base.HostTool`]): The tools on offer, in listing order.
+    """
+
+    def __init__(self, texts: Mapping[str, str], tools: Sequence[HostTool]):
+        self._texts = dict(texts)
+        self._tools = tuple(tools)
+
+    @classmethod
+    def load(cls, config_dir: Path, tools: Sequence[HostTool]) -> ToolInstructions:
+        """Read the override or packaged file of each tool's prefix.
+
+        Args:
+            config_dir (:class:`pathlib.Path`): The directory of ``talon.yaml``.
+            tools (Sequence[:class:`tools.base.HostTool`]): The tools on offer.
+        """
+        packaged = resources.files("tools.instructions")
+        texts: dict[str, str] = {}
+        for prefix in dict.fromkeys(t.prefix for t in tools):
+            text = read_instruction_file(config_dir / OVERRIDE_DIR / f"{prefix}.md")
+            if text is None:
+                text = read_instruction_file(packaged / f"{prefix}.md")
+            if text is not None:
+                texts[prefix] = text
+        return cls(texts, tools)
+
+    def text(self, prefix: str) -> str | None:
+        return self._texts.get(prefix)
+
+    def for_labels(self, labels: Iterable[str]) -> list[str]:
+        """The texts of the tools ``labels`` allow, each prefix once, in listing order."""
+        labels = tuple(labels)
+        out: dict[str, str] = {}
+        for tool in self._tools:
+            if tool.prefix in out or not capabilities.may_list(labels, tool):
+                continue
+            text = self._texts.get(tool.prefix)
+            if text is not None:
+                out[tool.prefix] = text
+        return list(out.values())

@@ -1,0 +1,194 @@
+"""``__talond_host_tools``: the host tools as a stdio MCP server (``talon mcp host-tools``).
+
+The process holds no tools itself: ``tools/list`` and ``tools/call`` are forwarded to the
+daemon's bridge socket, which decides, runs and audits them. Its run identity comes from
+the environment (``TALON_BRIDGE_SOCKET``, ``TALON_RUN_ID``, ``TALON_RUN_SECRET``,
+``TALON_THREAD_ID``, ``TALON_PERSONA``), as an agent run hands it to its MCP client.
+Without one, ``--persona``/``--thread`` open an ad-hoc session with the running daemon
+over its control socket; the session ends when this process exits.
+
+Listing shows only the tools the persona may use, with the registry's JSON schemas. A
+call the bridge refuses or a tool that fails comes back as a result with
+``isError: true`` and a message the model can act on; a tool this persona does not have
+is an MCP protocol error ("unknown tool"), as for any name the server does not list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from gateway.control_client import ControlClient, DaemonNotRunningError
+from tools.bridge_client import (
+    BridgeClient,
+    BridgeCredentials,
+    BridgeUnavailableError,
+    credentials_from_env,
+)
+
+__all__ = ["SERVER_NAME", "SessionRefusedError", "build_server", "main", "open_session", "serve_stdio"]
+
+SERVER_NAME = "__talond_host_tools"
+
+log = logging.getLogger("talon.mcp")
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+
+
+class SessionRefusedError(Exception):
+    """The daemon would not open an ad-hoc session; the message says why."""
+
+
+def build_server(client: BridgeClient, *, instructions: str | None = None) -> Server[Any]:
+    """The MCP server forwarding ``tools/list`` and ``tools/call`` to ``client``.
+
+    Args:
+        client (:class:`tools.bridge_client.BridgeClient`): A connected bridge client.
+        instructions (:obj:`str`, optional): Sent to the MCP client at initialization.
+    """
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        try:
+            tools = await client.list_tools()
+        except (BridgeUnavailableError, PermissionError) as exc:
+            raise MCPError(types.INTERNAL_ERROR, f"host tools unavailable: {exc}") from None
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+                for t in tools
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            reply = await client.call(params.name, params.arguments)
+        except (BridgeUnavailableError, PermissionError) as exc:
+            return _error_result(f"host tools unavailable: {exc}")
+        except ValueError as exc:
+            return _error_result(str(exc))
+        if reply.get("unknown_tool"):
+            raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}. {reply.get('content', '')}")
+        return types.CallToolResult(
+            content=[types.TextContent(text=str(reply.get("content", "")))],
+            is_error=bool(reply.get("is_error")),
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=_version(),
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _error_result(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("talon-gateway")
+    except PackageNotFoundError:
+        return "0"
+
+
+async def serve_stdio(credentials: BridgeCredentials) -> None:
+    """Serve MCP on this process's stdin/stdout as the run in ``credentials`` until stdin closes."""
+    async with BridgeClient(credentials) as client:
+        instructions = None
+        with contextlib.suppress(Exception):  # only a nicety; tools/list reports real problems
+            instructions = (await client.request({"op": "list"})).get("instructions") or None
+        server = build_server(client, instructions=instructions)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@contextlib.asynccontextmanager
+async def open_session(
+    data_dir: Path, *, persona: str | None, thread: str | None
+) -> AsyncIterator[BridgeCredentials]:
+    """Open an ad-hoc host-tools session with the daemon; yields its credentials.
+
+    The control connection stays open for the session's lifetime: closing it (this
+    context ending, or the process exiting) ends the session in the daemon.
+
+    Raises:
+        :class:`gateway.control_client.DaemonNotRunningError`: No daemon for ``data_dir``.
+        :class:`SessionRefusedError`: The daemon refused the session (the message says why).
+    """
+    async with contextlib.AsyncExitStack() as connection:
+        control = await connection.enter_async_context(ControlClient(data_dir))
+        replies = control.stream({"op": "host_tools_session", "persona": persona, "thread": thread})
+        first = await anext(replies)
+        if first.get("type") != "session":
+            raise SessionRefusedError(str(first.get("error") or f"unexpected reply from the daemon: {first}"))
+        credentials = BridgeCredentials(
+            Path(first["socket"]),
+            int(first["run_id"]),
+            int(first["thread_id"]),
+            str(first["persona"]),
+            first["secret"],
+        )
+
+        async def watch() -> None:
+            try:
+                async for _ in replies:  # heartbeats, until the session ends on the daemon's side
+                    pass
+            except (ConnectionError, ValueError):
+                pass
+            log.warning("the Talon daemon ended the host-tools session; tool calls will fail")
+            await connection.aclose()  # so the daemon's side of the connection ends too
+
+        watcher = asyncio.create_task(watch(), name="session-watch")
+        try:
+            yield credentials
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+
+
+async def _run_session(data_dir: Path, persona: str | None, thread: str | None) -> None:
+    async with open_session(data_dir, persona=persona, thread=thread) as credentials:
+        await serve_stdio(credentials)
+
+
+def main(config: str | None, *, persona: str | None, thread: str | None) -> int:
+    """``talon mcp host-tools``: serve until the MCP client closes stdin. Returns the exit code."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="talon mcp: %(message)s")
+    try:
+        credentials = credentials_from_env()
+    except ValueError as exc:
+        return _fail(str(exc))
+    if credentials is not None:
+        if persona or thread:
+            log.warning("--persona/--thread ignored: the run identity in the environment applies")
+        asyncio.run(serve_stdio(credentials))
+        return EXIT_OK
+
+    from gateway.config import load_settings
+
+    settings = load_settings(config)
+    try:
+        asyncio.run(_run_session(settings.data_path, persona, thread))
+    except (DaemonNotRunningError, SessionRefusedError) as exc:
+        return _fail(str(exc))
+    return EXIT_OK
+
+
+def _fail(message: str) -> int:
+    print(f"talon: {message}", file=sys.stderr)
+    return EXIT_FAIL
