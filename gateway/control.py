@@ -103,8 +103,8 @@ class ControlServer:
                 except Exception as exc:
                     log.exception("control request %r failed", request.get("op"))
                     await reply({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
+            pass  # the client left, or the daemon is stopping
         finally:
             self._clients.discard(task)
             writer.close()

@@ -130,6 +130,7 @@ class Gateway:
         self.host_tools: HostTools | None = None
         self._warm_up: list[asyncio.Task[Any]] = []
         self.summarizer: Summarizer | None = None
+        self.persona_mcp: Any = None
 
     # ------------------------------------------------------------ start
 
@@ -162,8 +163,14 @@ class Gateway:
         for ch in self.settings.channels:
             self.connectors[ch.name] = build_connector(ch, data / "files")
         self.outbox = Outbox(self.db, self.connectors, self.settings.outbox)
+        self.persona_mcp = self._persona_mcp()
         self.host_tools = HostTools(
-            db=self.db, settings=self.settings, personas=self.personas, bindings=self.bindings, services=self
+            db=self.db,
+            settings=self.settings,
+            personas=self.personas,
+            bindings=self.bindings,
+            services=self,
+            mcp=self.persona_mcp,
         )
         self.delegation = Delegation(
             db=self.db,
@@ -202,6 +209,8 @@ class Gateway:
         await asyncio.gather(*(self._start_connector(c) for c in self.connectors.values()))
         self._control = ControlServer(data / SOCKET_NAME, self)
         await self._control.start()
+        if self.persona_mcp is not None:
+            await self.persona_mcp.start()  # returns at once; servers start in the background
         # Import the SDKs the personas use now, off the loop, so the first turn doesn't wait.
         self._warm_up = [asyncio.create_task(self.providers[name].warm_up()) for name in used]
         log.info(
@@ -210,6 +219,14 @@ class Gateway:
             len(self.personas),
             data,
         )
+
+    def _persona_mcp(self) -> Any:
+        """Persona MCP servers, when any persona declares one (the mcp client loads only then)."""
+        if not any(p.mcp_servers for p in self.personas.values()):
+            return None
+        from gateway.persona_mcp import PersonaMcpManager
+
+        return PersonaMcpManager(self.settings, self.personas)
 
     async def _start_connector(self, connector: Connector) -> None:
         try:
@@ -395,6 +412,8 @@ class Gateway:
             await self.queue.stop(self.settings.shutdown_grace)
         if self.summarizer is not None:
             await self.summarizer.aclose()
+        if self.persona_mcp is not None:
+            await self.persona_mcp.stop()
         if self.host_tools is not None:
             await self.host_tools.stop()  # after the turns, before the outbox's last flush
         if hasattr(self, "outbox"):

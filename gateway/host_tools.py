@@ -19,13 +19,13 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.config import Settings
 from gateway.control import Reply
 from gateway.personas import Persona
 from gateway.pipeline import Bindings
-from gateway.runtime.agent import ToolOutcome
+from gateway.runtime.agent import ToolBox, ToolOutcome
 from gateway.runtime.model import ToolCall, ToolSpec
 from gateway.store.db import Database
 from tools import db_query
@@ -33,6 +33,9 @@ from tools.base import HostServices, HostTool
 from tools.bridge import Bridge, RunIdentity
 from tools.bridge_server import SOCKET_NAME, BridgeServer
 from tools.instruction_files import ToolInstructions
+
+if TYPE_CHECKING:
+    from gateway.persona_mcp import PersonaMcpManager
 
 __all__ = ["SESSION_OP", "HostTools", "RunToolBox", "SessionError"]
 
@@ -118,12 +121,14 @@ class HostTools:
         services: HostServices | None,
         tools: Sequence[HostTool] | None = None,
         heartbeat: float = HEARTBEAT_SECONDS,
+        mcp: PersonaMcpManager | None = None,
     ):
         self.db = db
         self.settings = settings
         self.personas = personas
         self.bindings = bindings
         self.heartbeat = heartbeat
+        self.mcp = mcp
         self.bridge = Bridge(db=db, settings=settings, personas=personas, services=services, tools=tools)
         self._instructions = ToolInstructions.load(settings.config_dir, self.bridge.tools)
         self.socket_path = settings.data_path / SOCKET_NAME
@@ -149,12 +154,21 @@ class HostTools:
 
     # ------------------------------------------------------------ TurnTools
 
-    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> RunToolBox:
+    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox:
         """Register the turn's identity and return its tools."""
         identity = self.bridge.register(
-            run_id, thread_id, persona.name, ttl=self.settings.agent.turn_timeout + _TURN_GRACE
+            run_id,
+            thread_id,
+            persona.name,
+            ttl=self.settings.agent.turn_timeout + _TURN_GRACE,
+            as_persona=persona,
         )
-        return RunToolBox(self.bridge, identity, self.socket_path)
+        box = RunToolBox(self.bridge, identity, self.socket_path)
+        if self.mcp is None or not persona.mcp_servers:
+            return box
+        from gateway.persona_mcp import ComposedToolBox  # the mcp client loads only when used
+
+        return ComposedToolBox(box, self.mcp, persona, self.mcp.cached_specs(persona))
 
     def instructions(self, persona: Persona) -> Sequence[str]:
         """Instruction texts of the tools ``persona`` may use, each once."""

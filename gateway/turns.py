@@ -44,6 +44,8 @@ class TurnTools(Protocol):
 
     def instructions(self, persona: Persona) -> Sequence[str]: ...
 
+    def release(self, run_id: int) -> None: ...
+
 
 class NoTurnTools:
     def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox:
@@ -51,6 +53,9 @@ class NoTurnTools:
 
     def instructions(self, persona: Persona) -> Sequence[str]:
         return ()
+
+    def release(self, run_id: int) -> None:
+        return None
 
 
 class TurnHooks(Protocol):
@@ -143,6 +148,7 @@ class TurnRunner(TurnHandler):
             )
             raise
         finally:
+            self.tools.release(run_id)  # the run's host-tool secret stops working
             if connector:
                 with contextlib.suppress(Exception):
                     await connector.set_working(key, False)

@@ -103,6 +103,7 @@ class BridgeAuthError(Exception):
 class _Registration:
     identity: RunIdentity
     expires_at: float | None
+    persona: Persona | None = None  # the persona as this run sees it (a profile may narrow its labels)
 
 
 class Bridge:
@@ -139,15 +140,26 @@ class Bridge:
         self._by_name = {t.mcp_name: t for t in self._tools}
         self._checkers = {t.mcp_name: ArgumentChecker(t.mcp_name, t.input_schema) for t in self._tools}
         self._runs: dict[int, _Registration] = {}
-        # Decisions that do not depend on the arguments, per (persona, tool): personas and
-        # their labels are fixed while the daemon runs.
-        self._listable: dict[tuple[str, str], bool] = {}
-        self._unscoped: dict[tuple[str, str], capabilities.Decision] = {}
+        # Decisions that do not depend on the arguments, per (labels, tool): a persona's
+        # labels are fixed while the daemon runs.
+        self._listable: dict[tuple[tuple[str, ...], str], bool] = {}
+        self._unscoped: dict[tuple[tuple[str, ...], str], capabilities.Decision] = {}
 
     # ------------------------------------------------------------ identities
 
-    def register(self, run_id: int, thread_id: int, persona: str, *, ttl: float | None = None) -> RunIdentity:
+    def register(
+        self,
+        run_id: int,
+        thread_id: int,
+        persona: str,
+        *,
+        ttl: float | None = None,
+        as_persona: Persona | None = None,
+    ) -> RunIdentity:
         """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
+
+        ``as_persona`` is the persona as this run holds it when it differs from the loaded
+        one (a background session's profile without ``background_agent``).
 
         Raises:
             :exc:`KeyError`: ``persona`` is not loaded.
@@ -156,8 +168,14 @@ class Bridge:
             raise KeyError(f"no persona named {persona!r}; loaded: {', '.join(self.personas) or '(none)'}")
         identity = RunIdentity(run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES))
         expires = None if ttl is None else time.monotonic() + ttl
-        self._runs[run_id] = _Registration(identity, expires)
+        self._runs[run_id] = _Registration(identity, expires, as_persona)
         return identity
+
+    def _persona(self, identity: RunIdentity) -> Persona | None:
+        entry = self._runs.get(identity.run_id)
+        if entry is not None and entry.identity is identity and entry.persona is not None:
+            return entry.persona
+        return self.personas.get(identity.persona)
 
     def unregister(self, run_id: int) -> None:
         """Forget the run: its secret stops working at once."""
@@ -221,7 +239,7 @@ class Bridge:
 
     def tools_for(self, identity: RunIdentity) -> list[HostTool]:
         """The tools ``identity``'s persona may see, in registry order."""
-        persona = self.personas.get(identity.persona)
+        persona = self._persona(identity)
         if persona is None:
             return []
         return [t for t in self._tools if self._may_list(persona, t)]
@@ -229,14 +247,14 @@ class Bridge:
     def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> capabilities.Decision:
         if tool.scope_arg is not None:
             return capabilities.check(persona.capabilities, tool, args)
-        key = (persona.name, tool.mcp_name)
+        key = (persona.capabilities, tool.mcp_name)
         decision = self._unscoped.get(key)
         if decision is None:
             decision = self._unscoped[key] = capabilities.check(persona.capabilities, tool, args)
         return decision
 
     def _may_list(self, persona: Persona, tool: HostTool) -> bool:
-        key = (persona.name, tool.mcp_name)
+        key = (persona.capabilities, tool.mcp_name)
         listable = self._listable.get(key)
         if listable is None:
             listable = self._listable[key] = capabilities.may_list(persona.capabilities, tool)
@@ -248,7 +266,7 @@ class Bridge:
         Never raises for a bad call: every refusal and failure comes back as a
         :class:`CallResult` with ``is_error`` set and a message the model can act on.
         """
-        persona = self.personas.get(identity.persona)
+        persona = self._persona(identity)
         tool = self._by_name.get(name) if isinstance(name, str) else None
         shown = name[:64] if isinstance(name, str) else None
         if persona is None or not self.active(identity):

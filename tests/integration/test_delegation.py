@@ -266,3 +266,24 @@ async def test_a_task_interrupted_by_a_restart_runs_again(tmp_path: Path) -> Non
         assert task["result"] == "research result"
         assert "research result" in notice["text"]
         assert len(of(fake, "bob")) == 2  # run once before the restart (cut off), once after
+
+
+async def test_a_background_session_cannot_spawn_sessions(tmp_path: Path) -> None:
+    responder = router(
+        alice=tool_then(
+            Call("background_agent", {"action": "spawn", "prompt": "nested work"}),
+            lambda body: f"alice: {(_tool_results(body) or [''])[0][:80]}",
+        ),
+    )
+    async with FakeAnthropic(responder=responder) as fake:
+        async with running_gateway(config(tmp_path, fake)) as gw:
+            await say(gw, "start background work")
+            task = await _wait(
+                lambda: gw.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
+            )
+            spawned = await gw.db.fetchall("SELECT id FROM background_tasks")
+        session_requests = [r for r in of(fake, "alice") if "nested work" in last_user_text(r)]
+        assert session_requests
+        assert all("background_agent" not in json.dumps(r.get("tools", [])) for r in session_requests)
+        assert len(spawned) == 1  # the session's own attempt was refused
+        assert "needs the capability 'subagent.background'" in task["result"]
