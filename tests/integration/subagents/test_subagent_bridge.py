@@ -62,6 +62,7 @@ class Setup:
         return result.content, result.is_error
 
     async def audit(self) -> list[tuple[str, str | None]]:
+        await self.bridge.audit.flush()  # audit rows are written in batches
         rows = await self.db.fetchall("SELECT decision, status FROM audit_log ORDER BY id")
         return [(r["decision"], r["status"]) for r in rows]
 
