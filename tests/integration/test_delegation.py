@@ -222,7 +222,7 @@ async def test_task_status_is_visible_only_from_the_starting_thread(tmp_path: Pa
                 assert "no task" in str(exc)
 
 
-async def test_background_agent_reports_back_and_cancel_works(tmp_path: Path) -> None:
+async def test_background_agent_reports_back_into_the_thread(tmp_path: Path) -> None:
     responder = router(
         alice=tool_then(
             Call("background_agent", {"action": "spawn", "prompt": "summarize the logs", "profile": "bob"}),
@@ -287,3 +287,44 @@ async def test_a_background_session_cannot_spawn_sessions(tmp_path: Path) -> Non
         assert all("background_agent" not in json.dumps(r.get("tools", [])) for r in session_requests)
         assert len(spawned) == 1  # the session's own attempt was refused
         assert "needs the capability 'subagent.background'" in task["result"]
+
+
+async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
+    from tools.base import ToolContext, ToolError
+    from tools.registry import by_mcp_name
+
+    responder = router(
+        alice=tool_then(
+            Call("background_agent", {"action": "spawn", "prompt": "very long job", "profile": "bob"}),
+            lambda body: "spawned",
+        ),
+        bob=lambda body: Reply(text="never", delay=30),
+    )
+    tool = by_mcp_name("background_agent")
+    assert tool is not None
+    async with FakeAnthropic(responder=responder) as fake:
+        async with running_gateway(config(tmp_path, fake)) as gw:
+            turn = await say(gw, "start it", thread="one")
+            task_id = json.loads(_tool_results(of(fake, "alice")[1])[0])["taskId"]
+            await _wait(lambda: asyncio.sleep(0, result=bool(of(fake, "bob"))))  # the session is running
+            other = await say(gw, "hello", thread="two")
+            stranger = ToolContext(other.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            try:
+                await tool.handler(stranger, {"action": "status", "taskId": task_id})
+                raise AssertionError("another thread must not see the task")
+            except ToolError as exc:
+                assert "no background task" in str(exc)
+            owner = ToolContext(turn.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            canceled = await tool.handler(owner, {"action": "cancel", "taskId": task_id})
+            task = await _wait(
+                lambda: gw.db.fetchone(
+                    "SELECT * FROM background_tasks WHERE id = ? AND state = 'canceled'", (task_id,)
+                )
+            )
+            run = await _wait(
+                lambda: gw.db.fetchone(
+                    "SELECT status FROM runs WHERE thread_id = ? AND status = 'canceled'",
+                    (task["thread_id"],),
+                )
+            )
+        assert canceled["state"] == "canceled" and run["status"] == "canceled"
