@@ -4,19 +4,15 @@ Targets: rendering to Telegram chunks < 3 ms, to the three chat platforms < 8 ms
 Markdown parse (markdown-it-py) happens once per reply and is reported on its own, and
 end to end (parse + render) as well.
 
-    python bench/bench_render.py [--iterations 300] [--size 10000]
+    python -m bench.bench_render [--iterations 300] [--size 10000]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from connectors.render import parse, render_document
 
