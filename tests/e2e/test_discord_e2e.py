@@ -8,7 +8,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ import pytest
 # a busy machine; importing it with the tests keeps that out of their short reply timeouts.
 import gateway.runtime.providers.anthropic_provider  # noqa: F401
 from gateway.daemon import Gateway
+from tests.e2e.support import transcript, wait_until, wait_until_stored
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
@@ -33,38 +34,6 @@ def answer(body: dict[str, Any]) -> Reply:
     """``re: <what the last speaker said>``, without the ``[name]`` the transcript adds in groups."""
     said = last_user_text(body).rsplit("\n\n", 1)[-1]
     return Reply(text="re: " + re.sub(r"^\[[^\]]+\] ", "", said))
-
-
-def transcript(body: dict[str, Any]) -> str:
-    """Every message text the model received, in order."""
-    parts: list[str] = []
-    for message in body["messages"]:
-        content = message["content"]
-        if isinstance(content, str):
-            parts.append(content)
-        else:
-            parts.extend(block.get("text", "") for block in content)
-    return "\n".join(parts)
-
-
-async def wait_until(done: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not done():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
-async def wait_until_stored(gw: Gateway, text: str) -> None:
-    """Until a message with exactly this text is in the database."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 5.0
-    assert gw.db is not None
-    while not await gw.db.fetchall("SELECT id FROM messages WHERE text = ?", (text,)):
-        if loop.time() > deadline:
-            raise AssertionError(f"{text!r} was not stored")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
