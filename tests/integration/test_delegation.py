@@ -328,3 +328,27 @@ async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
                 )
             )
         assert canceled["state"] == "canceled" and run["status"] == "canceled"
+
+
+async def test_a_background_task_interrupted_by_a_restart_runs_again(tmp_path: Path) -> None:
+    slow = {"delay": 30.0}
+    responder = router(
+        alice=tool_then(
+            Call("background_agent", {"action": "spawn", "prompt": "index everything", "profile": "bob"}),
+            lambda body: "spawned",
+        ),
+        bob=lambda body: Reply(text="indexed", delay=slow["delay"]),
+    )
+    async with FakeAnthropic(responder=responder) as fake:
+        cfg = config(tmp_path, fake)
+        async with running_gateway(cfg) as gw:
+            await say(gw, "start")
+            await _wait(lambda: asyncio.sleep(0, result=bool(of(fake, "bob"))))
+        slow["delay"] = 0.0
+        async with running_gateway(cfg) as gw:
+            task = await _wait(
+                lambda: gw.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
+            )
+            notice = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
+        assert task["result"] == "indexed" and "indexed" in notice["text"]
+        assert len(of(fake, "bob")) == 2
