@@ -352,3 +352,38 @@ async def test_a_background_task_interrupted_by_a_restart_runs_again(tmp_path: P
             notice = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
         assert task["result"] == "indexed" and "indexed" in notice["text"]
         assert len(of(fake, "bob")) == 2
+
+
+async def test_persona_list_cap_and_workspace_guards(tmp_path: Path) -> None:
+    from tools.base import ToolContext, ToolError
+    from tools.registry import by_mcp_name
+
+    async with FakeAnthropic(responder=router(bob=lambda body: Reply(text="slow", delay=30))) as fake:
+        async with running_gateway(config(tmp_path, fake, delegation={"max_active_per_target": 1})) as gw:
+            turn = await say(gw, "hi")
+            ctx = ToolContext(turn.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            cards = await by_mcp_name("persona_list").handler(ctx, {})
+            send = by_mcp_name("persona_send").handler
+            first = await send(ctx, {"target_persona": "bob", "message": "one"})
+            try:
+                await send(ctx, {"target_persona": "bob", "message": "two"})
+                raise AssertionError("the second task must be refused")
+            except ToolError as exc:
+                cap_error = str(exc)
+            waited = await by_mcp_name("persona_task_status").handler(
+                ctx, {"task_id": first["task_id"], "wait_ms": 200}
+            )
+            try:
+                await by_mcp_name("background_agent").handler(
+                    ctx, {"action": "spawn", "prompt": "x", "workingDirectory": "../../etc"}
+                )
+                raise AssertionError("a working directory outside the workspace must be refused")
+            except ToolError as exc:
+                workdir_error = str(exc)
+    assert cards == [
+        {"name": "bob", "description": "Bob the researcher", "skills": []},
+        {"name": "carol", "description": "Carol the checker", "skills": []},
+    ]
+    assert "1 unfinished tasks (limit 1)" in cap_error
+    assert waited["state"] in ("submitted", "working")
+    assert "outside the persona's workspace" in workdir_error
