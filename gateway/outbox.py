@@ -69,6 +69,8 @@ def enqueue_chunks(
     return ids
 
 
+_NEXT_ROW = "SELECT * FROM outbox WHERE thread_id = ? AND status = 'pending' ORDER BY id LIMIT 1"
+
 Delivered = Callable[[int, int, str], None]
 """Called after a row is sent: (outbox id, thread id, status)."""
 
@@ -119,18 +121,13 @@ class Outbox:
 
     async def _drain(self, thread_id: int) -> None:
         try:
-            while not self._closing:
-                row = await self.db.fetchone(
-                    "SELECT * FROM outbox WHERE thread_id = ? AND status = 'pending' ORDER BY id LIMIT 1",
-                    (thread_id,),
-                )
-                if row is None:
-                    return
+            row = await self.db.fetchone(_NEXT_ROW, (thread_id,))
+            while row is not None and not self._closing:
                 wait = row["available_at"] - time.time()
                 if wait > 0:
                     self._wake_later(thread_id, wait)
                     return
-                await self._send(row)
+                row = await self._send(row)
         except Exception:
             log.exception("outbox sender for thread %s failed; will retry", thread_id)
             self._wake_later(thread_id, 1.0)
@@ -147,11 +144,11 @@ class Outbox:
         self._timers.pop(thread_id, None)
         self.notify(thread_id)
 
-    async def _send(self, row: aiosqlite.Row) -> None:
+    async def _send(self, row: aiosqlite.Row) -> aiosqlite.Row | None:
+        """Deliver one row; returns the thread's next pending row (read in the same commit)."""
         connector = self.connectors.get(row["channel"])
         if connector is None:
-            await self._finish(row, "failed", error=f"channel {row['channel']!r} is not running")
-            return
+            return await self._finish(row, "failed", error=f"channel {row['channel']!r} is not running")
         if not getattr(connector, "idempotent_send", False):
             # Committed before the platform call: after a crash this row is never resent blindly.
             await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
@@ -166,11 +163,11 @@ class Outbox:
         except Exception as exc:  # a connector bug must not wedge the thread's delivery
             log.exception("connector %s raised from send()", row["channel"])
             result = SendResult.failed(ErrorClass.AMBIGUOUS, f"connector raised {type(exc).__name__}")
-        await self._settle(row, result)
+        return await self._settle(row, result)
 
-    async def _settle(self, row: aiosqlite.Row, result: SendResult) -> None:
+    async def _settle(self, row: aiosqlite.Row, result: SendResult) -> aiosqlite.Row | None:
         if result.ok:
-            await self._finish(row, "sent", platform_message_id=result.platform_message_id)
+            return await self._finish(row, "sent", platform_message_id=result.platform_message_id)
         elif result.error_class is ErrorClass.TRANSIENT and row["attempts"] + 1 < self.settings.max_attempts:
             delay = self._backoff(row["attempts"], result.retry_after)
             log.info("send to %s failed (%s); retrying in %.1fs", row["channel"], result.error, delay)
@@ -179,10 +176,10 @@ class Outbox:
                 "WHERE id = ?",
                 (time.time() + delay, result.error, row["id"]),
             )
-        else:
-            status = "unknown" if result.error_class is ErrorClass.AMBIGUOUS else "failed"
-            log.error("send to %s %s: %s", row["channel"], status, result.error)
-            await self._finish(row, status, error=result.error)
+            return await self.db.fetchone(_NEXT_ROW, (row["thread_id"],))  # itself: its retry time
+        status = "unknown" if result.error_class is ErrorClass.AMBIGUOUS else "failed"
+        log.error("send to %s %s: %s", row["channel"], status, result.error)
+        return await self._finish(row, status, error=result.error)
 
     def _backoff(self, attempts: int, retry_after: float | None) -> float:
         if retry_after:
@@ -197,13 +194,20 @@ class Outbox:
         *,
         platform_message_id: str | None = None,
         error: str | None = None,
-    ) -> None:
-        await self.db.execute(
-            "UPDATE outbox SET status = ?, attempts = attempts + 1, platform_message_id = ?, error = ?, "
-            "sent_at = ? WHERE id = ?",
-            (status, platform_message_id, error, time.time(), row["id"]),
-        )
+    ) -> aiosqlite.Row | None:
+        values = (status, platform_message_id, error, time.time(), row["id"])
+
+        def finish(conn: sqlite3.Connection) -> sqlite3.Row | None:
+            conn.execute(
+                "UPDATE outbox SET status = ?, attempts = attempts + 1, platform_message_id = ?, error = ?, "
+                "sent_at = ? WHERE id = ?",
+                values,
+            )
+            return conn.execute(_NEXT_ROW, (row["thread_id"],)).fetchone()
+
+        following = await self.db.run_transaction(finish)
         self.on_delivered(row["id"], row["thread_id"], status)
+        return following
 
     async def flush(self, timeout: float) -> bool:
         """Wait until no row is due for sending (used at shutdown). True when drained."""

@@ -24,7 +24,13 @@ from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.personas import Persona
 from gateway.queue import Batch, TurnHandler, complete_in
 from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
-from gateway.runtime.context import ChannelInfo, estimate_tokens, system_prompt, transcript
+from gateway.runtime.context import (
+    ChannelInfo,
+    build_transcript,
+    estimate_tokens,
+    system_prompt,
+    transcript_rows,
+)
 from gateway.runtime.model import ChatMessage, ModelProvider
 from gateway.store.db import Database
 from gateway.subagents.summarize import Summarizer, context_start
@@ -115,7 +121,8 @@ class TurnRunner(TurnHandler):
         return row
 
     async def run(self, batch: Batch) -> None:
-        thread = await self._thread(batch.thread_id)
+        upto = max(batch.message_ids) if batch.message_ids else None
+        thread, summary, rows = await self.db.read(partial(_load_context, batch.thread_id, upto))
         persona = self.personas.get(thread["persona"] or "")
         if persona is None:
             log.error(
@@ -141,7 +148,7 @@ class TurnRunner(TurnHandler):
             await connector.set_working(key, True)
         try:
             async with asyncio.timeout(timeout):
-                result, context_size = await self._think(batch, thread, persona, run_id)
+                result, context_size = await self._think(batch, thread, persona, run_id, summary, rows)
         except BaseException as exc:
             await self._end_run(
                 run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
@@ -172,28 +179,19 @@ class TurnRunner(TurnHandler):
         )
 
     async def _think(
-        self, batch: Batch, thread: Any, persona: Persona, run_id: int
+        self, batch: Batch, thread: Any, persona: Persona, run_id: int, summary: str | None, rows: Any
     ) -> tuple[TurnResult, int]:
         """The turn's model loop; also returns the transcript's size in tokens."""
-        summary_row = await self.db.fetchone(
-            "SELECT value FROM memory_items WHERE thread_id = ? AND type = 'summary' ORDER BY updated_at DESC LIMIT 1",
-            (batch.thread_id,),
-        )
         system = system_prompt(
             persona,
             timezone=self.settings.timezone,
             channels=self._channels,
             current_channel=thread["channel"],
             tool_instructions=self.tools.instructions(persona),
-            summary=summary_row["value"] if summary_row else None,
+            summary=summary,
         )
-        messages = await transcript(
-            self.db,
-            batch.thread_id,
-            context_from=context_start(thread),
-            budget_tokens=self.settings.agent.context_tokens,
-            upto_message_id=max(batch.message_ids) if batch.message_ids else None,
-            show_names=thread["chat_type"] != "dm",
+        messages = build_transcript(
+            rows, budget_tokens=self.settings.agent.context_tokens, show_names=thread["chat_type"] != "dm"
         )
         for item in batch.items:
             if item.kind != "message":
@@ -312,6 +310,21 @@ class TurnRunner(TurnHandler):
         )
         self.outbox.notify(thread_id)
         return ids
+
+
+def _load_context(
+    thread_id: int, upto_message_id: int | None, conn: sqlite3.Connection
+) -> tuple[sqlite3.Row, str | None, list[sqlite3.Row]]:
+    """One snapshot for a turn: the thread, its latest summary, its recent messages."""
+    thread = conn.execute("SELECT * FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    if thread is None:
+        raise LookupError(f"thread {thread_id} vanished")
+    summary = conn.execute(
+        "SELECT value FROM memory_items WHERE thread_id = ? AND type = 'summary' ORDER BY updated_at DESC LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    rows = transcript_rows(conn, thread_id, context_from=context_start(thread), upto_message_id=upto_message_id)
+    return thread, summary["value"] if summary else None, rows
 
 
 def _after(batch: Batch) -> float | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,7 +11,6 @@ from zoneinfo import ZoneInfo
 
 from gateway.personas import Persona
 from gateway.runtime.model import ChatMessage
-from gateway.store.db import Database
 
 # A deliberately simple estimate: good enough to keep a transcript inside a budget
 # without a tokenizer per provider.
@@ -52,27 +52,26 @@ def system_prompt(
     return "\n\n".join(p for p in parts if p)
 
 
-async def transcript(
-    db: Database,
-    thread_id: int,
-    *,
-    context_from: int,
-    budget_tokens: int,
-    upto_message_id: int | None = None,
-    show_names: bool = True,
-) -> list[ChatMessage]:
-    """The newest messages of the thread that fit the budget, oldest first.
+def transcript_rows(
+    conn: sqlite3.Connection, thread_id: int, *, context_from: int, upto_message_id: int | None = None
+) -> list[sqlite3.Row]:
+    """The thread's messages after ``context_from``, newest first (database thread).
 
     User messages after ``upto_message_id`` belong to a later turn and are left out.
+    """
+    return conn.execute(
+        "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
+        "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT 500",
+        (thread_id, context_from, upto_message_id, upto_message_id),
+    ).fetchall()
+
+
+def build_transcript(rows: Sequence[sqlite3.Row], *, budget_tokens: int, show_names: bool = True) -> list[ChatMessage]:
+    """The newest of ``rows`` (newest first) that fit the budget, oldest first.
 
     Consecutive messages of one role are merged (providers want alternating roles), and
     the transcript always starts with a user message.
     """
-    rows = await db.fetchall(
-        "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
-        "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT 500",
-        (thread_id, context_from, upto_message_id, upto_message_id),
-    )
     picked: list[tuple[str, str]] = []
     spent = 0
     for row in rows:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.runtime.context import transcript
+from gateway.runtime.context import build_transcript, transcript_rows
 from gateway.store.db import Database
 from gateway.subagents import Summarizer, context_start, maybe_summarize
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI
@@ -43,7 +43,8 @@ async def thread_row(db: Database, thread_id: int):  # type: ignore[no-untyped-d
 async def turn_transcript(db: Database, thread_id: int) -> list[str]:
     """What a turn's transcript holds, per the turn runner's use of :func:`context_start`."""
     row = await thread_row(db, thread_id)
-    messages = await transcript(db, thread_id, context_from=context_start(row), budget_tokens=100_000)
+    rows = await db.read(lambda conn: transcript_rows(conn, thread_id, context_from=context_start(row)))
+    messages = build_transcript(rows, budget_tokens=100_000)
     return [m.content for m in messages]
 
 
