@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gateway.config import ConfigError, Settings, load_settings
+from gateway.config import DEFAULT_CONFIG, ConfigError, Settings, embedded_defaults_in_use, load_settings
 
 EXIT_FAIL = 1
 EXIT_CONFIG = 2
@@ -130,10 +130,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from gateway.store.db import SchemaTooNewError
 
     settings = _settings(args)
-    load_personas(settings)  # all persona problems reported before anything starts
+    if embedded_defaults_in_use(args.config):
+        print(
+            f"talon: no {DEFAULT_CONFIG} here; running the built-in defaults (console channel, assistant "
+            "persona, data in ./data). `talon init DIR` writes a config to edit.",
+            file=sys.stderr,
+        )
     setup_logging(args.log_level or settings.log_level, args.log_format, settings.secrets())
+    personas = load_personas(settings)  # all persona problems reported before anything starts
     try:
-        return asyncio.run(run_daemon(settings))
+        return asyncio.run(run_daemon(settings, personas))
     except (AlreadyRunningError, SchemaTooNewError) as exc:
         return _fail(str(exc))
 

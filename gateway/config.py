@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -257,16 +258,36 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     """Read, substitute and validate talon.yaml; raise ConfigError listing every problem."""
     file = resolve_config_path(path)
     if not file.is_file():
+        if path is None and not os.environ.get("TALON_CONFIG"):
+            return _embedded_defaults()
         raise ConfigError([f"{file}: no such config file; create one with `talon init DIR` or pass -c PATH"])
     try:
         raw = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise ConfigError([f"{file}: not valid YAML: {exc}"]) from None
+    return _validate(raw, file.parent)
+
+
+def embedded_defaults_in_use(path: str | os.PathLike[str] | None) -> bool:
+    """True when no talon.yaml applies and the built-in defaults are used."""
+    return path is None and not os.environ.get("TALON_CONFIG") and not Path(DEFAULT_CONFIG).is_file()
+
+
+def _embedded_defaults() -> Settings:
+    """The `talon init` config, run from the current directory: a console channel bound to
+    the packaged `assistant` persona, data in ./data, `.env` read from here."""
+    template = resources.files("gateway") / "templates" / "init"
+    raw = yaml.safe_load((template / "talon.yaml").read_text(encoding="utf-8"))
+    raw["personas_dir"] = str(Path(str(template / "personas")))
+    return _validate(raw, Path.cwd())
+
+
+def _validate(raw: Any, config_dir: Path) -> Settings:
     if not isinstance(raw, dict):
-        raise ConfigError([f"{file}: the top level must be a mapping of keys such as data_dir, channels"])
+        raise ConfigError(["the top level must be a mapping of keys such as data_dir, channels"])
     missing: dict[str, str] = {}
-    raw = substitute_env(raw, load_env(file.parent), missing)
-    raw["config_dir"] = file.parent.resolve()
+    raw = substitute_env(raw, load_env(config_dir), missing)
+    raw["config_dir"] = config_dir.resolve()
     problems: list[str] = []
     settings: Settings | None = None
     try:

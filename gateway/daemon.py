@@ -35,7 +35,7 @@ from gateway.events import EventBus
 from gateway.host_tools import HostTools
 from gateway.notify import NotifyError, post_to_channel
 from gateway.outbox import Outbox
-from gateway.personas import Persona, load_personas
+from gateway.personas import Persona
 from gateway.pipeline import Bindings, Pipeline, command_of
 from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
@@ -435,9 +435,8 @@ class Gateway:
         self._lock.release()
 
 
-async def run_daemon(settings: Settings) -> int:
+async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
     """``talon run``: start, serve until SIGINT/SIGTERM, stop in order. Returns the exit code."""
-    personas = load_personas(settings)
     gateway = Gateway(settings, personas)
     await gateway.start()
     loop = asyncio.get_running_loop()

@@ -7,6 +7,7 @@ mcp_servers, net_http), ``system.md``, optional ``personality/*.md`` and optiona
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.config import ConfigError, Settings, load_env, substitute_env
+
+log = logging.getLogger("talon.personas")
 
 _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -127,10 +130,15 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         return None
     prov = settings.providers[provider]
     if prov.type == "anthropic" and not prov.api_key:
+        # Not fatal: the daemon (and every other persona) still runs; this persona's turns
+        # fail with the same message until the key is set.
         var = "ANTHROPIC_API_KEY" if provider == "anthropic" else f"the key for {provider}"
-        problems.append(
-            f"providers.{provider}.api_key: empty, but {where} uses it; set {var} in .env "
-            f"or point the persona at another provider"
+        log.warning(
+            "providers.%s.api_key: empty, but %s uses it; set %s in .env or point the persona at another "
+            "provider",
+            provider,
+            where,
+            var,
         )
     from tools.capabilities import label_problem  # tools may not be imported at module load
 

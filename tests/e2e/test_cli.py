@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.daemon import Daemon, talon, talon_env
+from tests.e2e.daemon import TALON, Daemon, talon, talon_env
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI, Reply
 
 
@@ -161,3 +161,35 @@ async def test_doctor_checks_the_provider_with_a_tiny_request(tmp_path: Path) ->
     bot2 = await _init(tmp_path / "b", ["OPENAI_BASE_URL=http://127.0.0.1:9/v1", "TALON_MODEL=local:tiny"])
     code, out, _ = await talon("doctor", "-c", str(bot2 / "talon.yaml"))
     assert code == 1 and "FAIL  local:tiny" in out
+
+
+async def test_run_without_a_config_uses_the_built_in_defaults(tmp_path: Path) -> None:
+    async with FakeOpenAI() as fake:
+        env = talon_env({"OPENAI_BASE_URL": fake.base_url, "TALON_MODEL": "local:x"})
+        log = (tmp_path / "run.log").open("wb")
+        daemon = await asyncio.create_subprocess_exec(
+            *TALON, "run", cwd=tmp_path, env=env, stdout=log, stderr=log
+        )
+        try:
+            for _ in range(200):
+                chat = await asyncio.create_subprocess_exec(
+                    *TALON,
+                    "chat",
+                    "-m",
+                    "defaults?",
+                    cwd=tmp_path,
+                    env=env,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                )
+                out, err = await asyncio.wait_for(chat.communicate(), 60)
+                if chat.returncode == 0 or b"not running" not in err:
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            daemon.terminate()
+            await daemon.wait()
+            log.close()
+        assert (chat.returncode, out.decode().strip()) == (0, "echo: defaults?"), err
+        assert (tmp_path / "data" / "talon.db").is_file()
+        assert "built-in defaults" in (tmp_path / "run.log").read_text()
