@@ -15,23 +15,13 @@ from connectors.render.base import Renderer, is_safe_web_url
 from connectors.render.ir import Inline, Link, Style, Table
 from connectors.render.plain import plain_inlines
 from connectors.render.table import layout
+from connectors.render.text import escape
 
 SLACK_LIMIT = 40_000
 """Characters per message (counted in UTF-16 code units, which is never fewer)."""
 
 _MARKS: dict[Style, str] = {"bold": "*", "italic": "_", "strike": "~"}
 _ZWSP = "\u200b"
-
-
-def escape(text: str) -> str:
-    """Escape ``& < >`` as Slack requires."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
 
 
 def escape_url(url: str) -> str:

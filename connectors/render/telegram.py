@@ -14,22 +14,12 @@ from collections.abc import Sequence
 from connectors.render.base import Renderer, is_safe_web_url
 from connectors.render.ir import Inline, Link, Style, Table
 from connectors.render.table import layout
+from connectors.render.text import escape
 
 TELEGRAM_LIMIT = 4096
 """Message text limit, in UTF-16 code units. Chunks keep the HTML source itself within it."""
 
 _TAGS: dict[Style, str] = {"bold": "b", "italic": "i", "strike": "s"}
-
-
-def escape(text: str) -> str:
-    """Escape ``& < >`` for Telegram HTML text."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
 
 
 def escape_attribute(text: str) -> str:

@@ -8,6 +8,17 @@ _ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff")
 _ZWJ = "\u200d"
 
 
+def escape(text: str) -> str:
+    """Escape ``& < >`` (Telegram HTML text and Slack mrkdwn both require exactly these)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
 def utf16_len(text: str) -> int:
     """Length of ``text`` in UTF-16 code units, the unit Telegram counts limits in.
 
