@@ -9,6 +9,7 @@ so a delivery interrupted by a crash can safely be repeated (``idempotent_send``
 from __future__ import annotations
 
 import asyncio
+import functools
 import getpass
 import uuid
 from collections import defaultdict
@@ -63,7 +64,7 @@ class ConsoleConnector:
         """A line typed by the local user. ``event_id`` lets a client retry safely."""
         if self._intake is None:
             raise RuntimeError("console channel is not running")
-        who = user or getpass.getuser()
+        who = user or _local_user()
         event = InboundEvent(
             channel=self.name,
             event_id=event_id or uuid.uuid4().hex,
@@ -103,3 +104,9 @@ class ConsoleConnector:
             self._listeners[thread].discard(queue)
             if not self._listeners[thread]:
                 del self._listeners[thread]
+
+
+@functools.cache
+def _local_user() -> str:
+    """The daemon's user, for lines typed without a name (looked up once: it can't change)."""
+    return getpass.getuser()

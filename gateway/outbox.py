@@ -71,6 +71,14 @@ def enqueue_chunks(
 
 _NEXT_ROW = "SELECT * FROM outbox WHERE thread_id = ? AND status = 'pending' ORDER BY id LIMIT 1"
 
+
+def next_pending(conn: sqlite3.Connection, thread_id: int) -> sqlite3.Row | None:
+    """The thread's next row to send, read inside the caller's transaction (database
+    thread); handing it to :meth:`Outbox.notify` saves the sender a read."""
+    row: sqlite3.Row | None = conn.execute(_NEXT_ROW, (thread_id,)).fetchone()
+    return row
+
+
 Delivered = Callable[[int, int, str], None]
 """Called after a row is sent: (outbox id, thread id, status)."""
 
@@ -111,17 +119,24 @@ class Outbox:
         for row in await self.db.fetchall("SELECT DISTINCT thread_id FROM outbox WHERE status = 'pending'"):
             self.notify(row["thread_id"])
 
-    def notify(self, thread_id: int) -> None:
-        """Rows were committed for ``thread_id``: make sure its sender runs."""
+    def notify(self, thread_id: int, next_row: sqlite3.Row | None = None) -> None:
+        """Rows were committed for ``thread_id``: make sure its sender runs.
+
+        ``next_row`` is the thread's next pending row as :func:`next_pending` read it in
+        that commit; a sender that is already running finds the new rows itself.
+        """
         if self._closing:
             return
         task = self._threads.get(thread_id)
         if task is None or task.done():
-            self._threads[thread_id] = asyncio.create_task(self._drain(thread_id), name=f"outbox-{thread_id}")
+            self._threads[thread_id] = asyncio.create_task(
+                self._drain(thread_id, next_row), name=f"outbox-{thread_id}"
+            )
 
-    async def _drain(self, thread_id: int) -> None:
+    async def _drain(self, thread_id: int, row: sqlite3.Row | None) -> None:
         try:
-            row = await self.db.fetchone(_NEXT_ROW, (thread_id,))
+            if row is None:
+                row = await self.db.fetchone(_NEXT_ROW, (thread_id,))
             while row is not None and not self._closing:
                 wait = row["available_at"] - time.time()
                 if wait > 0:

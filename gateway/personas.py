@@ -60,6 +60,11 @@ class Persona:
     max_turns: int | None = None
     max_tokens: int | None = None
 
+    @property
+    def model_ref(self) -> str:
+        """``provider:model``, as ``persona.yaml`` names it."""
+        return f"{self.provider}:{self.model}"
+
     def prompt_alias(self, alias: str) -> Path | None:
         """``prompts/<alias>.md`` when alias is a plain basename that exists, else None."""
         if not _ALIAS.match(alias) or ".." in alias:

@@ -7,7 +7,6 @@ is recognised by ``(channel, event_id)`` and changes nothing.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import sqlite3
@@ -61,8 +60,6 @@ class Pipeline:
         self.db = db
         self.bindings = bindings
         self.on_queued = on_queued
-        self._waiting: list[tuple[_Intake, asyncio.Future[tuple[int, int] | None]]] = []
-        self._committer: asyncio.Task[None] | None = None
 
     async def ingest(self, event: InboundEvent) -> IntakeResult:
         key = event.thread_key
@@ -74,7 +71,9 @@ class Pipeline:
             status = IntakeStatus.STORED
         else:
             status = IntakeStatus.ACCEPTED
-        row = await self._commit(_Intake(event, persona, status, command))
+        # Concurrent events share commits (Database.run_transaction groups them), each in
+        # its own savepoint, so one bad event fails alone.
+        row = await self.db.run_transaction(partial(_commit_event, _Intake(event, persona, status, command)))
         if row is None:
             return IntakeResult(IntakeStatus.DUPLICATE)
         thread_id, message_id = row
@@ -87,33 +86,6 @@ class Pipeline:
             )
         return IntakeResult(status, thread_id, message_id)
 
-    async def _commit(self, intake: _Intake) -> tuple[int, int] | None:
-        """Group commit: events that arrive while a commit runs share the next one.
-
-        Each event still gets its own savepoint, so one bad event fails alone; every
-        caller returns only after the transaction holding its event has committed.
-        """
-        future: asyncio.Future[tuple[int, int] | None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((intake, future))
-        if self._committer is None or self._committer.done():
-            self._committer = asyncio.create_task(self._commit_waiting())
-        return await future
-
-    async def _commit_waiting(self) -> None:
-        while self._waiting:
-            batch, self._waiting = self._waiting, []
-            try:
-                outcomes = await self.db.run_transaction(partial(_commit_batch, [i for i, _ in batch]))
-            except Exception as exc:
-                outcomes = [exc] * len(batch)
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if future.done():
-                    continue
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
-
 
 @dataclass(frozen=True, slots=True)
 class _Intake:
@@ -121,19 +93,6 @@ class _Intake:
     persona: str | None
     status: IntakeStatus
     command: str | None
-
-
-def _commit_batch(batch: list[_Intake], conn: sqlite3.Connection) -> list[tuple[int, int] | Exception | None]:
-    outcomes: list[tuple[int, int] | Exception | None] = []
-    for intake in batch:
-        conn.execute("SAVEPOINT intake")
-        try:
-            outcomes.append(_commit_event(intake, conn))
-        except sqlite3.Error as exc:
-            conn.execute("ROLLBACK TO intake")
-            outcomes.append(exc)
-        conn.execute("RELEASE intake")
-    return outcomes
 
 
 def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] | None:

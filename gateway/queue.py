@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from gateway.config import QueueSettings
@@ -64,7 +63,13 @@ class TurnHandler:
     """What the queue runs. ``run`` must call :func:`complete_in` inside its commit (also
     when it ends with nothing to say); raising hands the batch back to the queue."""
 
-    async def run(self, batch: Batch) -> None:
+    def begin(self, conn: sqlite3.Connection, batch: Batch) -> Any:
+        """Runs inside the lease's transaction, on the database thread: what the turn reads
+        and records as it starts, committed with the lease in the same round trip. Its
+        result is handed to :meth:`run`."""
+        return None
+
+    async def run(self, batch: Batch, begun: Any) -> None:
         raise NotImplementedError
 
     async def gave_up(self, batch: Batch, error: str, *, canceled: bool) -> None:
@@ -218,13 +223,13 @@ class TurnQueue:
         try:
             while not self._stopping:
                 self._ready.pop(thread_id, None)
-                batch = await self._lease(thread_id)
-                if isinstance(batch, float):  # nothing due yet: come back when it is
-                    self._notify_at(thread_id, batch - time.time())
+                leased = await self._lease(thread_id)
+                if isinstance(leased, float):  # nothing due yet: come back when it is
+                    self._notify_at(thread_id, leased - time.time())
                     return
-                if batch is None:
+                if leased is None:
                     return
-                await self._run(batch)
+                await self._run(*leased)
                 if thread_id not in self._ready:
                     return  # nothing was queued for this thread while it ran
         except Exception:
@@ -233,12 +238,16 @@ class TurnQueue:
             self._running.pop(thread_id, None)
             self._wake.set()  # a worker slot is free
 
-    async def _lease(self, thread_id: int) -> Batch | float | None:
-        return await self.db.run_transaction(partial(_lease_batch, thread_id, self.settings.lease_seconds))
+    async def _lease(self, thread_id: int) -> tuple[Batch, Any] | float | None:
+        def lease(conn: sqlite3.Connection) -> tuple[Batch, Any] | float | None:
+            batch = _lease_batch(thread_id, self.settings.lease_seconds, conn)
+            return (batch, self.handler.begin(conn, batch)) if isinstance(batch, Batch) else batch
 
-    async def _run(self, batch: Batch) -> None:
+        return await self.db.run_transaction(lease)
+
+    async def _run(self, batch: Batch, begun: Any) -> None:
         try:
-            await self.handler.run(batch)
+            await self.handler.run(batch, begun)
         except asyncio.CancelledError as exc:
             if self._stopping and exc.args != ("stop",):
                 await self._release(batch)

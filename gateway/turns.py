@@ -13,6 +13,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
@@ -20,7 +21,7 @@ from connectors.base import Connector, ThreadKey
 from gateway.config import Settings
 from gateway.events import EventBus
 from gateway.logs import run_id_var, thread_id_var
-from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
+from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
 from gateway.queue import Batch, TurnHandler, complete_in
 from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
@@ -83,6 +84,17 @@ class ScheduleResults(Protocol):
     ) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    """What :meth:`TurnRunner.begin` read and recorded in the lease's transaction."""
+
+    thread: sqlite3.Row
+    summary: str | None
+    rows: list[sqlite3.Row]
+    run_id: int | None  # None: the thread's persona is not configured
+    reply_to: str | None  # the platform message a group reply answers
+
+
 class TurnRunner(TurnHandler):
     def __init__(
         self,
@@ -120,11 +132,28 @@ class TurnRunner(TurnHandler):
             raise LookupError(f"thread {thread_id} vanished")
         return row
 
-    async def run(self, batch: Batch) -> None:
+    def begin(self, conn: sqlite3.Connection, batch: Batch) -> TurnStart:
+        """The turn's context and its ``runs`` row, in the lease's transaction."""
         upto = max(batch.message_ids) if batch.message_ids else None
-        thread, summary, rows = await self.db.read(partial(_load_context, batch.thread_id, upto))
+        thread, summary, rows = _load_context(batch.thread_id, upto, conn)
         persona = self.personas.get(thread["persona"] or "")
         if persona is None:
+            return TurnStart(thread, summary, rows, run_id=None, reply_to=None)
+        (run_id,) = conn.execute(
+            "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+            (batch.thread_id, persona.name, persona.model_ref, time.time()),
+        ).fetchone()
+        reply_to = None
+        if upto is not None and thread["chat_type"] != "dm":  # in groups, reply to the trigger
+            (reply_to,) = conn.execute(
+                "SELECT platform_message_id FROM messages WHERE id = ?", (upto,)
+            ).fetchone()
+        return TurnStart(thread, summary, rows, run_id, reply_to)
+
+    async def run(self, batch: Batch, begun: TurnStart) -> None:
+        thread, run_id = begun.thread, begun.run_id
+        persona = self.personas.get(thread["persona"] or "")
+        if persona is None or run_id is None:
             log.error(
                 "thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread["persona"]
             )
@@ -136,7 +165,6 @@ class TurnRunner(TurnHandler):
             timeout = special or timeout
         key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
         connector = self.connectors.get(key.channel)
-        (run_id,) = await self._insert_run(batch.thread_id, persona)
         thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
         run_id_var.set(run_id)
         for hook in self.hooks:
@@ -148,7 +176,9 @@ class TurnRunner(TurnHandler):
             await connector.set_working(key, True)
         try:
             async with asyncio.timeout(timeout):
-                result, context_size = await self._think(batch, thread, persona, run_id, summary, rows)
+                result, context_size = await self._think(
+                    batch, thread, persona, run_id, begun.summary, begun.rows
+                )
         except BaseException as exc:
             await self._end_run(
                 run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
@@ -159,18 +189,9 @@ class TurnRunner(TurnHandler):
             if connector:
                 with contextlib.suppress(Exception):
                     await connector.set_working(key, False)
-        await self._commit(batch, thread, key, persona, run_id, result)
+        await self._commit(batch, thread, key, persona, run_id, result, begun.reply_to)
         if self.summarizer is not None and context_size > self.summarizer.threshold:
             self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
-
-    async def _insert_run(self, thread_id: int, persona: Persona) -> tuple[int]:
-        values = (thread_id, persona.name, f"{persona.provider}:{persona.model}", time.time())
-        return await self.db.run_transaction(
-            lambda conn: conn.execute(
-                "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
-                values,
-            ).fetchone()
-        )
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
         await self.db.execute(
@@ -213,17 +234,23 @@ class TurnRunner(TurnHandler):
         return result, context_size
 
     async def _commit(
-        self, batch: Batch, thread: Any, key: ThreadKey, persona: Persona, run_id: int, result: TurnResult
+        self,
+        batch: Batch,
+        thread: Any,
+        key: ThreadKey,
+        persona: Persona,
+        run_id: int,
+        result: TurnResult,
+        reply_to: str | None,
     ) -> None:
         scheduled = [i for i in batch.items if i.kind == "schedule"]
         # A scheduled run that already posted with channel_send, or has nothing to say, sends nothing more.
         silent = not result.text or (scheduled and "channel_send" in result.tool_calls)
         connector = self.connectors.get(key.channel)
         chunks = connector.render(result.text) if (connector and not silent) else []
-        reply_to = await self._reply_target(batch, thread)
         address = ThreadAddress(batch.thread_id, key)
 
-        def commit(conn: sqlite3.Connection) -> list[int]:
+        def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
             now = time.time()
             outbox_ids: list[int] = []
             if not silent:
@@ -237,15 +264,22 @@ class TurnRunner(TurnHandler):
                 )
             complete_in(conn, batch, run_id)
             conn.execute(
-                "UPDATE runs SET status = 'completed', input_tokens = ?, output_tokens = ?, model_calls = ?, "
-                "ended_at = ? WHERE id = ?",
-                (result.usage.input_tokens, result.usage.output_tokens, result.model_calls, now, run_id),
+                "UPDATE runs SET status = 'completed', model = ?, input_tokens = ?, output_tokens = ?, "
+                "model_calls = ?, ended_at = ? WHERE id = ?",
+                (
+                    persona.model_ref,  # a hook may have changed the provider since the run began
+                    result.usage.input_tokens,
+                    result.usage.output_tokens,
+                    result.model_calls,
+                    now,
+                    run_id,
+                ),
             )
-            return outbox_ids
+            return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
 
-        outbox_ids = await self.db.run_transaction(commit)
+        outbox_ids, next_row = await self.db.run_transaction(commit)
         if outbox_ids:
-            self.outbox.notify(batch.thread_id)
+            self.outbox.notify(batch.thread_id, next_row)
         for item in scheduled:
             await self._schedule_result(item.payload, status="completed", run_id=run_id, error=None)
         for hook in self.hooks:
@@ -260,15 +294,6 @@ class TurnRunner(TurnHandler):
                 "outbox": outbox_ids,
             },
         )
-
-    async def _reply_target(self, batch: Batch, thread: Any) -> str | None:
-        """In groups, reply to the latest triggering platform message."""
-        if not batch.message_ids or thread["chat_type"] == "dm":
-            return None
-        row = await self.db.fetchone(
-            "SELECT platform_message_id FROM messages WHERE id = ?", (max(batch.message_ids),)
-        )
-        return row["platform_message_id"] if row else None
 
     async def _schedule_result(self, payload: dict[str, Any], **kwargs: Any) -> None:
         if self.schedule_results and "schedule_id" in payload:
@@ -323,7 +348,9 @@ def _load_context(
         "SELECT value FROM memory_items WHERE thread_id = ? AND type = 'summary' ORDER BY updated_at DESC LIMIT 1",
         (thread_id,),
     ).fetchone()
-    rows = transcript_rows(conn, thread_id, context_from=context_start(thread), upto_message_id=upto_message_id)
+    rows = transcript_rows(
+        conn, thread_id, context_from=context_start(thread), upto_message_id=upto_message_id
+    )
     return thread, summary["value"] if summary else None, rows
 
 

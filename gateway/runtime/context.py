@@ -66,7 +66,9 @@ def transcript_rows(
     ).fetchall()
 
 
-def build_transcript(rows: Sequence[sqlite3.Row], *, budget_tokens: int, show_names: bool = True) -> list[ChatMessage]:
+def build_transcript(
+    rows: Sequence[sqlite3.Row], *, budget_tokens: int, show_names: bool = True
+) -> list[ChatMessage]:
     """The newest of ``rows`` (newest first) that fit the budget, oldest first.
 
     Consecutive messages of one role are merged (providers want alternating roles), and

@@ -13,6 +13,8 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +26,11 @@ T = TypeVar("T")
 log = logging.getLogger("talon.store")
 
 DB_FILE = "talon.db"
+
+CHECKPOINT_INTERVAL = 0.05  # seconds between checkpoints while writes arrive: small steps
+IDLE_CHECK_INTERVAL = 0.5
+WAL_REWIND_FRAMES = 2048  # 8 MB of 4 KB pages: past this, finish the checkpoint and rewind
+MAX_GROUP = 64  # transactions per group commit: bounds how long the first one waits
 
 
 class SchemaTooNewError(Exception):
@@ -85,6 +92,41 @@ class TransactionConnection:
         await self._conn._execute(lambda conn: conn.executemany(sql, rows).close(), self._conn._conn)
 
 
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """A group member's exception, told apart from a result that happens to be one."""
+
+    error: BaseException
+
+
+def _run_group(group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection) -> list[Any]:
+    """One transaction for a group; each member in a savepoint (database thread)."""
+    conn.execute("BEGIN IMMEDIATE")
+    outcomes: list[Any] = []
+    try:
+        if len(group) == 1:
+            try:
+                outcomes.append(group[0](conn))
+            except Exception as exc:
+                conn.rollback()
+                return [_Failed(exc)]
+        else:
+            for fn in group:
+                conn.execute("SAVEPOINT member")
+                try:
+                    outcomes.append(fn(conn))
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO member")
+                    outcomes.append(_Failed(exc))
+                conn.execute("RELEASE member")
+        conn.commit()
+    except BaseException:
+        if conn.in_transaction:
+            conn.rollback()
+        raise
+    return outcomes
+
+
 class Database:
     """An open Talon database. Use :func:`open_database` to get one."""
 
@@ -93,15 +135,35 @@ class Database:
         self.reader = reader
         self.path = path
         self._write_lock = asyncio.Lock()
+        self._writes = 0  # committed write transactions, so an idle database is left alone
+        self._group: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        self._group_committer: asyncio.Task[None] | None = None
         self._checkpointer = asyncio.create_task(self._checkpoint_loop(), name="wal-checkpointer")
 
-    async def _checkpoint_loop(self, interval: float = 1.0) -> None:
-        """PASSIVE checkpoints never block writers. The writer has autocheckpoint off: an
-        inline checkpoint's fsync would stall every commit queued behind it."""
+    async def _checkpoint_loop(self) -> None:
+        """Move WAL pages into the database while the daemon writes, in small steps.
+
+        The writer has autocheckpoint off: an inline checkpoint's fsync would stall every
+        commit queued behind it. PASSIVE checkpoints on the reader connection never block
+        writers, but under steady writes they never finish either (each commit during one
+        adds frames), and SQLite only rewinds a WAL that is fully checkpointed. So once the
+        WAL is large, the few frames left are finished under the write lock, and the next
+        commit starts the WAL from its beginning instead of growing the file.
+        """
+        checkpointed_writes = 0
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(
+                CHECKPOINT_INTERVAL if self._writes != checkpointed_writes else IDLE_CHECK_INTERVAL
+            )
+            if self._writes == checkpointed_writes:
+                continue
+            checkpointed_writes = self._writes
             try:
-                await self.reader.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                rows = await self.reader.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
+                _, wal_frames, _ = rows[0]
+                if wal_frames >= WAL_REWIND_FRAMES:
+                    async with self._write_lock:
+                        await self.conn.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:
                 log.warning("WAL checkpoint failed: %s", exc)
 
@@ -113,6 +175,7 @@ class Database:
         in full: no half-read cursor can be left open to block the COMMIT.
         """
         async with self._write_lock:
+            self._writes += 1
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield TransactionConnection(self.conn)
@@ -122,25 +185,43 @@ class Database:
             await self.conn.commit()
 
     async def run_transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` as one transaction on the database thread, in a single hop.
+        """Run ``fn(conn)`` as a transaction on the database thread, in a single hop.
 
-        For hot paths (intake): one round trip instead of one per statement. ``fn`` must
-        not block on anything but SQLite. It uses aiosqlite's internal ``_execute``
-        (the primitive every public aiosqlite method is built on); the store tests pin it.
+        Group commit: calls that arrive while a commit is running share the next one. Each
+        ``fn`` runs in its own savepoint, so one that raises is rolled back alone and only
+        its caller gets the exception; every caller returns after the commit that holds its
+        work. Under load this turns many small commits into a few, and the writer stops
+        being the limit. ``fn`` must not block on anything but SQLite. It runs through
+        aiosqlite's internal ``_execute``, the primitive every public aiosqlite method is
+        built on.
         """
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._group.append((fn, future))
+        if self._group_committer is None or self._group_committer.done():
+            self._group_committer = asyncio.create_task(self._commit_groups(), name="db-group-commit")
+        return await future
 
-        def transaction(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
-            return result
-
-        async with self._write_lock:
-            return await self.conn._execute(transaction, self.conn._conn)
+    async def _commit_groups(self) -> None:
+        while self._group:
+            group = [(fn, f) for fn, f in self._group[:MAX_GROUP] if not f.cancelled()]
+            del self._group[:MAX_GROUP]
+            if not group:
+                continue
+            async with self._write_lock:
+                self._writes += 1
+                try:
+                    outcomes = await self.conn._execute(
+                        partial(_run_group, [fn for fn, _ in group]), self.conn._conn
+                    )
+                except Exception as exc:  # BEGIN or COMMIT failed: nothing of the group is stored
+                    outcomes = [_Failed(exc)] * len(group)
+            for (_, future), outcome in zip(group, outcomes, strict=True):
+                if future.done():
+                    continue
+                if isinstance(outcome, _Failed):
+                    future.set_exception(outcome.error)
+                else:
+                    future.set_result(outcome)
 
     async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         """A read of committed data (reader connection)."""
@@ -174,6 +255,8 @@ class Database:
             await self.reader.backup(dst)
 
     async def close(self) -> None:
+        if self._group_committer is not None:
+            await asyncio.gather(self._group_committer, return_exceptions=True)
         self._checkpointer.cancel()
         await asyncio.gather(self._checkpointer, return_exceptions=True)
         await self.reader.close()
