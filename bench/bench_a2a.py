@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from gateway.heap import settle_heap
 from gateway.runtime.model import ModelRequest, ModelResponse, TextDelta, ToolCall, Usage
 from tests.harness import running_gateway, say, write_config
 
@@ -58,7 +59,8 @@ async def run(rounds: int) -> dict[str, float]:
             extra={"bindings": [{"channel": "console", "persona": "alice"}], "log_level": "warning"},
         )
         async with running_gateway(config) as gw:
-            await asyncio.gather(*gw._warm_up)  # SDK imports would steal the GIL mid-run
+            await gw.warmed_up()  # SDK imports would steal the GIL mid-run
+            settle_heap()  # as `talon run` does once warm
             model = InstantPersonas()
             gw.providers["fake"] = model
             for i in range(rounds):

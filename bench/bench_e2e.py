@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from connectors.base import OutboundChunk, SendResult
+from gateway.heap import settle_heap
 from gateway.runtime.model import ModelRequest, ModelResponse, TextDelta, Usage
 from tests.harness import running_gateway, write_config
 
@@ -40,7 +41,8 @@ async def run(threads: int, messages: int) -> dict[str, float]:
             extra={"log_level": "warning"},
         )
         async with running_gateway(config) as gw:
-            await asyncio.gather(*gw._warm_up)  # SDK imports would steal the GIL mid-run
+            await gw.warmed_up()  # SDK imports would steal the GIL mid-run
+            settle_heap()  # as `talon run` does once warm
             gw.providers["fake"] = InstantModel()
             console = gw.console(None)
             assert console is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from connectors.base import InboundEvent, Sender, ThreadKey
 from gateway.config import Binding
+from gateway.heap import settle_heap
 from gateway.pipeline import Bindings, Pipeline
 from gateway.store.db import open_database
 
@@ -98,6 +99,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=200)
     ap.add_argument("--rate", type=float, default=2000.0, help="sustained arrival rate for the latency run")
     args = ap.parse_args()
+    settle_heap()  # the collector settings `talon run` uses once started
     result = asyncio.run(run_rate(args.events, args.rate, args.threads))
     print(f"sustained: {args.events} events arriving at {args.rate:g}/s over {args.threads} threads")
     for key, value in result.items():

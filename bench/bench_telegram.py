@@ -22,6 +22,7 @@ from telegram.ext import ApplicationBuilder, ContextTypes, MessageHandler, filte
 
 from bench.bench_e2e import InstantModel
 from gateway.daemon import Gateway
+from gateway.heap import settle_heap
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.harness import running_gateway, write_config
 
@@ -87,15 +88,23 @@ async def gateway(chats: int, per_chat: int) -> float:
                 Path(tmp),
                 provider={"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "x"},
                 extra={
-                    "channels": [{"name": "tg", "type": "telegram", "token": fake.token,
-                                  "api_base_url": fake.url, "poll_timeout": 1}],
+                    "channels": [
+                        {
+                            "name": "tg",
+                            "type": "telegram",
+                            "token": fake.token,
+                            "api_base_url": fake.url,
+                            "poll_timeout": 1,
+                        }
+                    ],
                     "bindings": [{"channel": "tg", "persona": "assistant"}],
                     "queue": {"workers": 32},
                     "log_level": "warning",
                 },
             )
             async with running_gateway(config) as gw:
-                await asyncio.gather(*gw._warm_up)  # SDK imports would steal the GIL mid-run
+                await gw.warmed_up()  # SDK imports would steal the GIL mid-run
+                settle_heap()  # as `talon run` does once warm
                 gw.providers["fake"] = InstantModel()
                 started = time.perf_counter()
                 _inject(fake, chats, per_chat)

@@ -32,6 +32,7 @@ from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer, Reply
 from gateway.delegation import Delegation
 from gateway.events import EventBus
+from gateway.heap import settle_heap
 from gateway.host_tools import HostTools
 from gateway.notify import NotifyError, post_to_channel
 from gateway.outbox import Outbox
@@ -219,6 +220,10 @@ class Gateway:
             len(self.personas),
             data,
         )
+
+    async def warmed_up(self) -> None:
+        """Returns when the model SDKs the personas use are imported."""
+        await asyncio.gather(*self._warm_up, return_exceptions=True)
 
     def _persona_mcp(self) -> Any:
         """Persona MCP servers, when any persona declares one (the mcp client loads only then)."""
@@ -425,7 +430,7 @@ class Gateway:
         for connector in self.connectors.values():
             with contextlib.suppress(Exception):
                 await connector.stop()
-        await asyncio.gather(*self._warm_up, return_exceptions=True)
+        await self.warmed_up()
         for provider in self.providers.values():
             with contextlib.suppress(Exception):
                 await provider.aclose()
@@ -439,6 +444,7 @@ async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
     """``talon run``: start, serve until SIGINT/SIGTERM, stop in order. Returns the exit code."""
     gateway = Gateway(settings, personas)
     await gateway.start()
+    settled = asyncio.create_task(_settle_when_warm(gateway), name="settle-heap")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, gateway.request_stop)
@@ -446,6 +452,12 @@ async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
         await gateway.wait_stopped()
         log.info("stopping: no new messages; running turns get %.0fs", settings.shutdown_grace)
     finally:
+        settled.cancel()
         await gateway.close()
     log.info("stopped")
     return 0
+
+
+async def _settle_when_warm(gateway: Gateway) -> None:
+    await gateway.warmed_up()
+    settle_heap()

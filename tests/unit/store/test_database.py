@@ -1,0 +1,95 @@
+"""The store's write path: group commit and WAL housekeeping."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gateway.store.db import Database, open_database
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await open_database(tmp_path / "talon.db")
+    await database.run_transaction(
+        lambda conn: conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body)")
+    )
+    yield database
+    await database.close()
+
+
+def insert(body: object, conn: sqlite3.Connection) -> int:
+    (row_id,) = conn.execute("INSERT INTO notes (body) VALUES (?) RETURNING id", (body,)).fetchone()
+    return int(row_id)
+
+
+def insert_then_fail(body: object, conn: sqlite3.Connection) -> int:
+    insert(body, conn)
+    raise ValueError(f"refusing {body}")
+
+
+async def bodies(db: Database) -> list[object]:
+    return [row["body"] for row in await db.fetchall("SELECT body FROM notes ORDER BY id")]
+
+
+async def test_concurrent_transactions_each_get_their_own_result(db: Database) -> None:
+    ids = await asyncio.gather(
+        *(db.run_transaction(lambda conn, n=n: insert(f"n{n}", conn)) for n in range(200))
+    )
+    assert len(set(ids)) == 200
+    rows = {row["id"]: row["body"] for row in await db.fetchall("SELECT id, body FROM notes")}
+    assert [rows[i] for i in ids] == [f"n{n}" for n in range(200)]
+
+
+async def test_a_failing_transaction_is_rolled_back_alone(db: Database) -> None:
+    def work(n: int, conn: sqlite3.Connection) -> int:
+        return insert_then_fail(n, conn) if n % 7 == 3 else insert(n, conn)
+
+    outcomes = await asyncio.gather(
+        *(db.run_transaction(lambda conn, n=n: work(n, conn)) for n in range(50)), return_exceptions=True
+    )
+    failed = [n for n, outcome in enumerate(outcomes) if isinstance(outcome, ValueError)]
+    assert failed == [n for n in range(50) if n % 7 == 3]
+    assert str(outcomes[3]) == "refusing 3"
+    assert await bodies(db) == [n for n in range(50) if n % 7 != 3]
+
+
+async def test_a_lone_failing_transaction_leaves_nothing_behind(db: Database) -> None:
+    with pytest.raises(ValueError, match="refusing lonely"):
+        await db.run_transaction(lambda conn: insert_then_fail("lonely", conn))
+    assert await bodies(db) == []
+    assert await db.run_transaction(lambda conn: insert("after", conn)) == 1
+    assert await bodies(db) == ["after"]
+
+
+async def test_a_result_may_itself_be_an_exception_object(db: Database) -> None:
+    error = ValueError("just a value")
+    assert await db.run_transaction(lambda conn: error) is error
+
+
+def wal_salt(wal: Path) -> bytes:
+    """The WAL header's salt, which SQLite changes each time it starts the WAL over."""
+    with wal.open("rb") as f:
+        return f.read(24)[16:24]
+
+
+async def test_the_wal_starts_over_while_writes_never_pause(db: Database) -> None:
+    """A PASSIVE checkpoint never finishes while commits keep arriving, and SQLite only
+    reuses a WAL from its start once one has: without help the file grows without end."""
+    blob = b"x" * 16_000
+    wal = db.path.with_name(db.path.name + "-wal")
+    await db.run_transaction(lambda conn: conn.execute("INSERT INTO notes (body) VALUES (?)", (blob,)))
+    first_salt = wal_salt(wal)
+    restarted = False
+    for n in range(20_000):
+        await db.run_transaction(lambda conn: conn.execute("INSERT INTO notes (body) VALUES (?)", (blob,)))
+        if n % 20 == 0:
+            await db.run_transaction(lambda conn: conn.execute("DELETE FROM notes"))
+        if n % 100 == 0 and wal_salt(wal) != first_salt:
+            restarted = True
+            break
+    assert restarted, "the WAL was never started over"
