@@ -59,8 +59,10 @@ def transcript_rows(
 
     User messages after ``upto_message_id`` belong to a later turn and are left out.
     """
+    # "+id" keeps the planner on messages_by_thread_order: it walks the newest messages
+    # and stops at the LIMIT, instead of sorting the whole thread on every turn.
     return conn.execute(
-        "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
+        "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND +id > ? "
         "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT 500",
         (thread_id, context_from, upto_message_id, upto_message_id),
     ).fetchall()

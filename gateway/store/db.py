@@ -29,7 +29,7 @@ DB_FILE = "talon.db"
 
 CHECKPOINT_INTERVAL = 0.05  # seconds between checkpoints while writes arrive: small steps
 IDLE_CHECK_INTERVAL = 0.5
-WAL_REWIND_FRAMES = 2048  # 8 MB of 4 KB pages: past this, finish the checkpoint and rewind
+WAL_REWIND_FRAMES = 8192  # 32 MB of 4 KB pages: past this, finish the checkpoint and rewind
 MAX_GROUP = 64  # transactions per group commit: bounds how long the first one waits
 
 
@@ -286,7 +286,9 @@ async def open_database(path: Path, *, migrate: bool = True) -> Database:
             "PRAGMA temp_store=MEMORY",
             # Checkpoints (and their fsync) run on a separate connection, off the commit path.
             "PRAGMA wal_autocheckpoint=0",
-            "PRAGMA journal_size_limit=16777216",  # the WAL shrinks back after a checkpoint
+            # A rewound WAL is cut back to this size; kept above WAL_REWIND_FRAMES so a busy
+            # WAL is reused in place rather than cut and grown again.
+            "PRAGMA journal_size_limit=67108864",
         ):
             await conn.execute(pragma)
         if migrate:

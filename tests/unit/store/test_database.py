@@ -93,3 +93,34 @@ async def test_the_wal_starts_over_while_writes_never_pause(db: Database) -> Non
             restarted = True
             break
     assert restarted, "the WAL was never started over"
+
+
+async def test_a_turns_reads_use_indexes_whatever_the_history(db: Database) -> None:
+    """The reads every reply makes walk an index; none scans a table or sorts a thread's
+    whole history, so a long-lived chat answers as fast as a new one."""
+    from gateway.outbox import next_pending
+    from gateway.turns import _load_context
+
+    def setup(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO threads (id, channel, chat_id, thread_ref, chat_type, created_at, updated_at) "
+            "VALUES (1, 'console', 'main', '', 'dm', 0, 0)"
+        )
+
+    await db.run_transaction(setup)
+    statements: list[str] = []
+
+    def hot_reads(conn: sqlite3.Connection) -> list[list[str]]:
+        conn.set_trace_callback(statements.append)
+        try:
+            _load_context(1, 10, conn)
+            next_pending(conn, 1)
+        finally:
+            conn.set_trace_callback(None)
+        selects = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+        return [[row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + s)] for s in selects]
+
+    plans = await db.read(hot_reads)
+    assert len(plans) == 4  # thread, summary, transcript, next outbox row
+    for plan in plans:
+        assert not any(step.startswith("SCAN") or "TEMP B-TREE" in step for step in plan), plan
