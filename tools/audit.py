@@ -60,15 +60,15 @@ class AuditEntry:
 class AuditLog:
     """Writes :class:`AuditEntry` rows to the ``audit_log`` table.
 
-    Rows are buffered and written together a few milliseconds later (one transaction per
-    batch), so recording never adds a database round trip to a tool call. :meth:`flush`
-    writes what is buffered now; the daemon calls it when it stops. A crash can lose at
-    most the last ``flush_delay`` seconds of rows.
+    Rows are buffered and written together a few milliseconds later (at most one
+    transaction per ``flush_delay`` window), so recording never adds a database round trip
+    to a tool call. :meth:`flush` writes what is buffered now; the daemon calls it when it
+    stops. A crash can lose the rows of the last window (and of a batch being written).
 
     Args:
         db (:class:`gateway.store.db.Database`): The daemon's database.
         secrets (Iterable[:obj:`str`]): Configured secret values, masked wherever they appear.
-        flush_delay (:obj:`float`, optional): Seconds rows may wait before being written.
+        flush_delay (:obj:`float`, optional): Seconds between batch writes.
     """
 
     def __init__(self, db: Database, secrets: Iterable[str] = (), *, flush_delay: float = 0.005):
@@ -79,7 +79,7 @@ class AuditLog:
         self._writer: asyncio.Task[None] | None = None
 
     def record(self, entry: AuditEntry) -> None:
-        """Buffer one row; it is written within ``flush_delay`` seconds."""
+        """Buffer one row; it is written with the next batch."""
         self._rows.append(
             (
                 time.time(),
@@ -103,8 +103,10 @@ class AuditLog:
             await asyncio.gather(self._writer, return_exceptions=True)
 
     async def _write_soon(self) -> None:
-        await asyncio.sleep(self._delay)
+        # Rows recorded while a batch is written wait for the next window: under steady
+        # calls that is one transaction per window, not one per call.
         while self._rows:
+            await asyncio.sleep(self._delay)
             await self._write()
 
     async def _write(self) -> None:

@@ -7,10 +7,15 @@ the environment (``TALON_BRIDGE_SOCKET``, ``TALON_RUN_ID``, ``TALON_RUN_SECRET``
 Without one, ``--persona``/``--thread`` open an ad-hoc session with the running daemon
 over its control socket; the session ends when this process exits.
 
-Listing shows only the tools the persona may use, with the registry's JSON schemas. A
-call the bridge refuses or a tool that fails comes back as a result with
-``isError: true`` and a message the model can act on; a tool this persona does not have
-is an MCP protocol error ("unknown tool"), as for any name the server does not list.
+Listing shows only the tools the persona may use, with the registry's JSON schemas. The
+list is fetched once per process: it depends only on the run's persona and its labels,
+which the daemon loads at start and never changes while the run lives (after the run
+ends, every call reports that). A call the bridge refuses or a tool that fails comes
+back as a result with ``isError: true`` and a message the model can act on; a tool this
+persona does not have is an MCP protocol error ("unknown tool"), as for any name the
+server does not list.
+
+Messages travel over :mod:`tools.mcp_stdio`, a stdio transport without worker threads.
 """
 
 from __future__ import annotations
@@ -19,13 +24,12 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp import types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from gateway.control_client import ControlClient, DaemonNotRunningError
@@ -35,6 +39,7 @@ from tools.bridge_client import (
     BridgeUnavailableError,
     credentials_from_env,
 )
+from tools.mcp_stdio import stdio_server
 
 __all__ = ["SERVER_NAME", "SessionRefusedError", "build_server", "main", "open_session", "serve_stdio"]
 
@@ -50,25 +55,30 @@ class SessionRefusedError(Exception):
     """The daemon would not open an ad-hoc session; the message says why."""
 
 
-def build_server(client: BridgeClient, *, instructions: str | None = None) -> Server[Any]:
+def build_server(
+    client: BridgeClient,
+    *,
+    instructions: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> Server[Any]:
     """The MCP server forwarding ``tools/list`` and ``tools/call`` to ``client``.
 
     Args:
         client (:class:`tools.bridge_client.BridgeClient`): A connected bridge client.
         instructions (:obj:`str`, optional): Sent to the MCP client at initialization.
+        tools (Sequence[Mapping[:obj:`str`, Any]], optional): The bridge's tool list for this
+            run, when already fetched; otherwise the first ``tools/list`` fetches it.
     """
+    listing = None if tools is None else _listing(tools)
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        try:
-            tools = await client.list_tools()
-        except (BridgeUnavailableError, PermissionError) as exc:
-            raise MCPError(types.INTERNAL_ERROR, f"host tools unavailable: {exc}") from None
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
-                for t in tools
-            ]
-        )
+        nonlocal listing
+        if listing is None:
+            try:
+                listing = _listing(await client.list_tools())
+            except (BridgeUnavailableError, PermissionError) as exc:
+                raise MCPError(types.INTERNAL_ERROR, f"host tools unavailable: {exc}") from None
+        return listing
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
@@ -93,6 +103,15 @@ def build_server(client: BridgeClient, *, instructions: str | None = None) -> Se
     )
 
 
+def _listing(tools: Sequence[Mapping[str, Any]]) -> types.ListToolsResult:
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+            for t in tools
+        ]
+    )
+
+
 def _error_result(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
@@ -109,10 +128,12 @@ def _version() -> str:
 async def serve_stdio(credentials: BridgeCredentials) -> None:
     """Serve MCP on this process's stdin/stdout as the run in ``credentials`` until stdin closes."""
     async with BridgeClient(credentials) as client:
-        instructions = None
-        with contextlib.suppress(Exception):  # only a nicety; tools/list reports real problems
-            instructions = (await client.request({"op": "list"})).get("instructions") or None
-        server = build_server(client, instructions=instructions)
+        first: dict[str, Any] = {}
+        with contextlib.suppress(Exception):  # only a head start; tools/list reports real problems
+            first = await client.request({"op": "list"})
+        server = build_server(
+            client, instructions=first.get("instructions") or None, tools=first.get("tools")
+        )
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 

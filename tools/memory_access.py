@@ -7,6 +7,7 @@ are never read, listed, changed or deleted.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import uuid
 from datetime import datetime
@@ -94,45 +95,59 @@ async def _write(ctx: ToolContext, args: dict[str, Any], namespace: str | None) 
     if size > MAX_VALUE_BYTES:
         raise ToolError(f"value is {size} bytes; the limit is {MAX_VALUE_BYTES} (store a shorter summary)")
     key = str(uuid.uuid4()) if args.get("key") in (None, "") else _key(args.get("key"), "write")
-    now = time.time()
-    async with ctx.db.transaction() as conn:
-        cursor = await conn.execute(
-            "SELECT type FROM memory_items WHERE thread_id = ? AND key = ?", (ctx.thread_id, key)
+    thread_id, persona, now = ctx.thread_id, ctx.persona.name, time.time()
+
+    def upsert(conn: sqlite3.Connection) -> tuple[str, bool]:
+        existing = _rows(
+            conn, "SELECT type FROM memory_items WHERE thread_id = ? AND key = ?", (thread_id, key)
         )
-        existing = await cursor.fetchone()
-        if existing is None:
-            cursor = await conn.execute(
-                "SELECT COUNT(*) FROM memory_items WHERE thread_id = ?", (ctx.thread_id,)
-            )
-            count = (await cursor.fetchone())[0]
-            if count >= MAX_ITEMS_PER_THREAD:
-                raise ToolError(
-                    f"this thread already has {MAX_ITEMS_PER_THREAD} memory items; delete or overwrite some first"
-                )
-            kind = namespace_type(namespace)
-            await conn.execute(
-                "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (ctx.thread_id, ctx.persona.name, key, kind, value, now, now),
-            )
-        else:
+        if existing:
             # Rewriting without a namespace keeps the item's type.
-            kind = namespace_type(namespace) if namespace is not None else existing[0]
-            await conn.execute(
+            kind = namespace_type(namespace) if namespace is not None else existing[0][0]
+            conn.execute(
                 "UPDATE memory_items SET type = ?, value = ?, persona = ?, updated_at = ? "
                 "WHERE thread_id = ? AND key = ?",
-                (kind, value, ctx.persona.name, now, ctx.thread_id, key),
+                (kind, value, persona, now, thread_id, key),
+            ).close()
+            return kind, False
+        count = _rows(conn, "SELECT COUNT(*) FROM memory_items WHERE thread_id = ?", (thread_id,))[0][0]
+        if count >= MAX_ITEMS_PER_THREAD:
+            raise ToolError(
+                f"this thread already has {MAX_ITEMS_PER_THREAD} memory items; delete or overwrite some first"
             )
-    return {"key": key, "namespace": kind, "created": existing is None}
+        kind = namespace_type(namespace)
+        conn.execute(
+            "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (thread_id, persona, key, kind, value, now, now),
+        ).close()
+        return kind, True
+
+    # One trip to the database thread for the whole transaction.
+    kind, created = await ctx.db.run_transaction(upsert)
+    return {"key": key, "namespace": kind, "created": created}
 
 
 async def _delete(ctx: ToolContext, key: str) -> dict[str, Any]:
-    async with ctx.db.transaction() as conn:
-        cursor = await conn.execute(
-            "DELETE FROM memory_items WHERE thread_id = ? AND key = ?", (ctx.thread_id, key)
-        )
-        deleted = cursor.rowcount > 0
-    return {"deleted": deleted}
+    thread_id = ctx.thread_id
+
+    def delete(conn: sqlite3.Connection) -> bool:
+        cursor = conn.execute("DELETE FROM memory_items WHERE thread_id = ? AND key = ?", (thread_id, key))
+        try:
+            return cursor.rowcount > 0
+        finally:
+            cursor.close()
+
+    return {"deleted": await ctx.db.run_transaction(delete)}
+
+
+def _rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    """All rows of a query, its cursor closed (an open one would block the COMMIT)."""
+    cursor = conn.execute(sql, params)
+    try:
+        return cursor.fetchall()
+    finally:
+        cursor.close()
 
 
 async def _list(ctx: ToolContext, namespace: str | None) -> dict[str, Any]:

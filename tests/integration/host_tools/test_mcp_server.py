@@ -65,7 +65,10 @@ async def test_the_stdio_server_acts_as_the_run_in_its_environment(env: BridgeEn
         read = await client.call_tool("memory_access", {"operation": "read", "key": "k"})
         env.bridge.unregister(identity.run_id)
         after = await client.call_tool("memory_access", {"operation": "list"})
+        # The list is the run's for its whole life; once the run ends, calls say so.
+        listed_after = await client.list_tools()
     assert [t.name for t in listed.tools] == ["memory_access", "schedule_manage"]
+    assert listed_after.tools == listed.tools
     assert json.loads(read.content[0].text)["value"] == '{"n": 1}'
     assert after.is_error and "unknown or finished run" in after.content[0].text
     stored = await env.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")

@@ -13,6 +13,7 @@ import pytest
 
 from gateway.store.db import Database, open_database
 from tests.unit.scheduler.support import add_thread, make_ctx, make_persona
+from tools import memory_access
 from tools.base import ToolContext, ToolError
 from tools.memory_access import MAX_VALUE_BYTES, TOOL
 
@@ -117,6 +118,19 @@ async def test_delete(ctx: ToolContext) -> None:
     assert await call(ctx, operation="delete", key="tmp") == {"deleted": False}
     with pytest.raises(ToolError, match="no memory item with key 'tmp'"):
         await call(ctx, operation="read", key="tmp")
+
+
+async def test_a_full_thread_refuses_new_keys_but_takes_overwrites(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory_access, "MAX_ITEMS_PER_THREAD", 2)
+    await call(ctx, operation="write", key="a", value="1")
+    await call(ctx, operation="write", key="b", value="2")
+    with pytest.raises(ToolError, match="already has 2 memory items; delete or overwrite some first"):
+        await call(ctx, operation="write", key="c", value="3")
+    assert (await call(ctx, operation="write", key="b", value="two"))["created"] is False
+    items = (await call(ctx, operation="list"))["items"]
+    assert sorted((i["key"], i["value"]) for i in items) == [("a", "1"), ("b", "two")]
 
 
 @pytest.mark.parametrize(
