@@ -27,7 +27,7 @@ log = logging.getLogger("talon.store")
 
 DB_FILE = "talon.db"
 
-CHECKPOINT_INTERVAL = 0.05  # seconds between checkpoints while writes arrive: small steps
+CHECKPOINT_INTERVAL = 0.01  # seconds between checkpoints while writes arrive: many small fsyncs stall commits less than a few large ones
 IDLE_CHECK_INTERVAL = 0.5
 WAL_REWIND_FRAMES = 8192  # 32 MB of 4 KB pages: past this, finish the checkpoint and rewind
 MAX_GROUP = 64  # transactions per group commit: bounds how long the first one waits
