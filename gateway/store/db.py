@@ -1,9 +1,10 @@
 """The SQLite database: connections, pragmas, migrations and transactions.
 
-Two connections, each on its own aiosqlite thread: the writer, used only under the write
-lock (so no coroutine ever runs a statement inside another's open transaction), and a
-reader for plain queries, which sees committed data only (WAL). A background task moves
-WAL pages into the database (checkpoints) off the commit path.
+Three connections, each on its own aiosqlite thread: the writer, used only under the write
+lock (so no coroutine ever runs a statement inside another's open transaction); a reader
+for plain queries, which sees committed data only (WAL); and one on which a background
+task moves WAL pages into the database (checkpoints), so their fsyncs hold up neither
+commits nor reads.
 """
 
 from __future__ import annotations
@@ -130,9 +131,16 @@ def _run_group(group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.C
 class Database:
     """An open Talon database. Use :func:`open_database` to get one."""
 
-    def __init__(self, conn: aiosqlite.Connection, reader: aiosqlite.Connection, path: Path):
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        checkpoints: aiosqlite.Connection,
+        path: Path,
+    ):
         self.conn = conn
         self.reader = reader
+        self._checkpoints = checkpoints
         self.path = path
         self._write_lock = asyncio.Lock()
         self._writes = 0  # committed write transactions, so an idle database is left alone
@@ -144,7 +152,7 @@ class Database:
         """Move WAL pages into the database while the daemon writes, in small steps.
 
         The writer has autocheckpoint off: an inline checkpoint's fsync would stall every
-        commit queued behind it. PASSIVE checkpoints on the reader connection never block
+        commit queued behind it. PASSIVE checkpoints on their own connection never block
         writers, but under steady writes they never finish either (each commit during one
         adds frames), and SQLite only rewinds a WAL that is fully checkpointed. So once the
         WAL is large, the few frames left are finished under the write lock, and the next
@@ -159,7 +167,7 @@ class Database:
                 continue
             checkpointed_writes = self._writes
             try:
-                rows = await self.reader.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
+                rows = await self._checkpoints.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
                 _, wal_frames, _ = rows[0]
                 if wal_frames >= WAL_REWIND_FRAMES:
                     async with self._write_lock:
@@ -259,6 +267,7 @@ class Database:
             await asyncio.gather(self._group_committer, return_exceptions=True)
         self._checkpointer.cancel()
         await asyncio.gather(self._checkpointer, return_exceptions=True)
+        await self._checkpoints.close()
         await self.reader.close()
         try:
             await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -297,12 +306,14 @@ async def open_database(path: Path, *, migrate: bool = True) -> Database:
             await check_version(conn)
         reader = await aiosqlite.connect(path, isolation_level=None)
         reader.row_factory = sqlite3.Row
+        checkpoints = await aiosqlite.connect(path, isolation_level=None)
     except BaseException:
         await conn.close()
         raise
     for pragma in ("PRAGMA query_only=ON", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY"):
         await reader.execute(pragma)
-    return Database(conn, reader, path)
+    await checkpoints.execute("PRAGMA busy_timeout=5000")
+    return Database(conn, reader, checkpoints, path)
 
 
 async def schema_version(conn: aiosqlite.Connection) -> int:
