@@ -4,8 +4,8 @@
 >>> chunks[0].text, chunks[0].plain
 ('<b>Hi</b> &lt;you&gt;', 'Hi <you>')
 
-The reply is parsed once (markdown-it-py: CommonMark, tables, strikethrough) into a small
-tree (:mod:`.ir`), the tree is cut to the platform's limit (:mod:`.chunk`,
+The reply is parsed once (markdown-it-pyrs: CommonMark, tables, strikethrough; :mod:`.syntax`)
+into a small tree (:mod:`.ir`), the tree is cut to the platform's limit (:mod:`.chunk`,
 :mod:`.split`), and each chunk is rendered (:mod:`.telegram`, :mod:`.slack`,
 :mod:`.markdown`) with its plain-text twin (:mod:`.plain`).
 
@@ -29,7 +29,7 @@ from connectors.render.chunk import chunk_document
 from connectors.render.ir import Document, Paragraph
 from connectors.render.markdown import CONSOLE, CONSOLE_LIMIT, DISCORD, DISCORD_LIMIT
 from connectors.render.parse import parse, text_inlines
-from connectors.render.plain import plain_document
+from connectors.render.plain import plain_blocks, plain_document
 from connectors.render.slack import SLACK, SLACK_LIMIT
 from connectors.render.telegram import TELEGRAM, TELEGRAM_LIMIT
 from connectors.render.text import utf16_len
@@ -112,7 +112,11 @@ def render_platforms(
         return {platform: [] for platform in wanted}
     try:
         document = parse(markdown)
-        return {platform: render_document(document, platform) for platform in wanted}
+        plains = plain_blocks(document)  # every platform's chunk twins are slices of these
+        return {
+            platform: chunk_document(document, renderer, LIMITS[platform], plains=plains)
+            for platform, renderer in zip(wanted, renderers, strict=True)
+        }
     except Exception:
         log.exception("rendering failed; sending the reply as plain text")
         return {

@@ -72,21 +72,22 @@ class Renderer:
 
     def list_block(self, block: ListBlock, depth: int, quote_depth: int) -> str:
         joiner = "\n" if block.tight else "\n\n"
+        render = self.render_block
         parts: list[str] = []
         for n, item in enumerate(block.items):
             marker = self.marker(block, n, depth)
-            body = joiner.join(self.render_block(b, depth + 1, quote_depth) for b in item.blocks)
+            body = joiner.join([render(b, depth + 1, quote_depth) for b in item.blocks])
             parts.append(self._item(marker, body, item))
         return joiner.join(parts)
 
     def _item(self, marker: str, body: str, item: ListItem) -> str:
         if not body:
             return "" if item.continued else marker.rstrip()
+        first = "" if item.continued else marker
+        if "\n" not in body:
+            return first + body
         lines = body.split("\n")
-        first = lines[0] if item.continued else marker + lines[0]
-        if len(lines) == 1:
-            return first
-        return first + "\n" + "\n".join(self.pad_lines(lines[1:], " " * len(marker)))
+        return first + lines[0] + "\n" + "\n".join(self.pad_lines(lines[1:], " " * len(marker)))
 
     def marker(self, block: ListBlock, index: int, depth: int) -> str:
         if block.ordered:
@@ -104,6 +105,8 @@ class Renderer:
     ) -> str:
         """Render inline nodes. ``active`` are the styles already open around them (a style
         is never opened twice); ``in_link`` is true inside a link label."""
+        if len(nodes) == 1 and type(nodes[0]) is Text:  # the common case, short
+            return self.text(nodes[0].text)
         parts: list[str] = []
         for node in nodes:
             kind = type(node)

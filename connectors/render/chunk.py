@@ -14,14 +14,14 @@ with nothing in between gives back :func:`connectors.render.plain.plain_document
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from connectors.base import RenderedChunk
 from connectors.render.base import Renderer
 from connectors.render.ir import Block, Break, Document, Paragraph, Text
 from connectors.render.parse import text_inlines
-from connectors.render.plain import plain_block
+from connectors.render.plain import plain_block, plain_blocks
 from connectors.render.split import split_block
 from connectors.render.text import utf16_len
 from connectors.render.window import join, lower_bound, take_window
@@ -34,21 +34,31 @@ Cut = tuple[Block, str, Block | None]
 
 
 def chunk_document(
-    document: Document, renderer: Renderer, limit: int, length: Length = utf16_len
+    document: Document,
+    renderer: Renderer,
+    limit: int,
+    length: Length = utf16_len,
+    plains: Sequence[str] | None = None,
 ) -> list[RenderedChunk]:
     """Render ``document`` with ``renderer`` as chunks whose text is at most ``limit``
-    long as measured by ``length``."""
+    long as measured by ``length``. ``plains``, when given, is the plain text of each of the
+    document's blocks (:func:`~connectors.render.plain.plain_blocks`), shared by the
+    platforms a document is rendered for."""
     limit = max(limit, MIN_LIMIT)
     joiner = renderer.block_joiner
     joiner_size = length(joiner)
     blocks = document.blocks
-    # (block, plain text after it, whether it is the tail of a cut block)
-    pending: deque[tuple[Block, str, bool]] = deque(
-        (block, joiner if n + 1 < len(blocks) else "", False) for n, block in enumerate(blocks)
+    if plains is None:
+        plains = plain_blocks(document)
+    last = len(blocks) - 1
+    # (block, its plain text, plain text after it, whether it is the tail of a cut block)
+    pending: deque[tuple[Block, str | None, str, bool]] = deque(
+        (block, plain, joiner if n < last else "", False)
+        for n, (block, plain) in enumerate(zip(blocks, plains, strict=True))
     )
     chunks: list[RenderedChunk] = []
     texts: list[str] = []
-    plains: list[str] = []
+    twins: list[str] = []
     used = 0
 
     carry = ""  # plain text that belongs before the next chunk's
@@ -56,31 +66,31 @@ def chunk_document(
     def flush() -> None:
         nonlocal used, carry
         if texts:
-            plain = carry + "".join(plains)
+            plain = carry + "".join(twins)
             carry = ""
             chunks.append(RenderedChunk(joiner.join(texts), plain, renderer.format))
         texts.clear()
-        plains.clear()
+        twins.clear()
         used = 0
 
-    def add(text: str, block: Block, after: str) -> None:
+    def add(text: str, block: Block, after: str, size: int | None = None, plain: str | None = None) -> None:
         nonlocal used
-        used += length(text) + (joiner_size if texts else 0)
+        used += (length(text) if size is None else size) + (joiner_size if texts else 0)
         texts.append(text)
-        plains.append(plain_block(block) + after)
+        twins.append((plain_block(block) if plain is None else plain) + after)
 
     while pending:
-        block, after, is_tail = pending.popleft()
+        block, plain, after, is_tail = pending.popleft()
         # The tail of a huge block is not rendered whole when it cannot fit: only cut.
         if not is_tail or lower_bound(block, limit) <= limit:
             text = renderer.block(block)
             size = length(text)
             if used + size + (joiner_size if texts else 0) <= limit:
-                add(text, block, after)
+                add(text, block, after, size, plain)
                 continue
             flush()
             if size <= limit:
-                add(text, block, after)
+                add(text, block, after, size, plain)
                 continue
         flush()
         cut = _cut_huge(block, renderer, limit, length)
@@ -95,7 +105,7 @@ def chunk_document(
                     chunks[-1] = replace(chunks[-1], plain=chunks[-1].plain + lead)
                 else:
                     carry += lead
-                pending.appendleft((Paragraph(text_inlines(visible)), after, True))
+                pending.appendleft((Paragraph(text_inlines(visible)), None, after, True))
                 continue
             add(renderer.block(block), block, after)  # unreachable at MIN_LIMIT and above
             flush()
@@ -106,7 +116,7 @@ def chunk_document(
             continue
         add(renderer.block(head), head, gap)
         flush()
-        pending.appendleft((tail, after, True))
+        pending.appendleft((tail, None, after, True))
     flush()
     return chunks
 

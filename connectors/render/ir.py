@@ -118,6 +118,8 @@ class Table:
         widths (list[int]): Column display widths, fixed at parse time so that every part
             of a cut table lines up the same way.
         header_plain / rows_plain: The cells as plain text.
+        lines (list[str]): The table laid out as monospace text, also fixed at parse time:
+            the header and its rule (when ``header`` is set), then one line per row.
     """
 
     header: list[list[Inline]] | None
@@ -126,6 +128,7 @@ class Table:
     widths: list[int]
     header_plain: list[str] | None = None
     rows_plain: list[list[str]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -25,6 +25,8 @@ def utf16_len(text: str) -> int:
     Characters beyond the Basic Multilingual Plane (most emoji) count as two. Never less
     than ``len(text)``.
     """
+    if text.isascii():  # known without a scan
+        return len(text)
     # surrogatepass: a lone surrogate still counts as one unit instead of raising
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 

@@ -165,6 +165,7 @@ def join(tail: Block, rest: Block) -> Block | None:
             tail.widths,  # type: ignore[union-attr]
             None,
             [*tail.rows_plain, *rest.rows_plain],  # type: ignore[union-attr]
+            [*tail.lines, *rest.lines],  # type: ignore[union-attr]
         )
     if type(tail) is CodeBlock:
         return CodeBlock(tail.code + "\n" + rest.code, tail.lang)  # type: ignore[union-attr]
