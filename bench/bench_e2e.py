@@ -1,11 +1,12 @@
 """End to end through the gateway with a model that answers instantly.
 
-200 console threads, each a closed loop (send, wait for the reply, send again), through
-the real pipeline, queue, turn runner, outbox and console channel. Reports replies/s and
-the gateway overhead per message: event committed -> reply handed to the channel (the
-instant model's own time is a few microseconds).
+Console threads, each a closed loop (send, wait for the reply, send again), through the
+real pipeline, queue, turn runner, outbox and console channel: 200 threads flat out
+(replies/s), the same 200 threads paced at 300 messages/s, and 4 threads. Reports
+replies/s and the gateway overhead per message: event committed -> reply handed to the
+channel (the instant model's own time is a few microseconds).
 
-    python -m bench.bench_e2e [--threads 200] [--messages 10]
+    python -m bench.bench_e2e [--threads 200] [--messages 10] [--rate 300]
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ class InstantModel:
         return None
 
 
-async def run(threads: int, messages: int) -> dict[str, float]:
+async def run(threads: int, messages: int, rate: float | None = None) -> dict[str, float]:
+    """Each thread sends its next message once the reply to the last one arrived; with
+    ``rate``, messages also start on a schedule of ``rate`` per second across all threads."""
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(
             Path(tmp),
@@ -60,6 +63,10 @@ async def run(threads: int, messages: int) -> dict[str, float]:
 
             async def conversation(t: int) -> None:
                 for n in range(messages):
+                    if rate:
+                        delay = started + (n * threads + t) / rate - time.perf_counter()
+                        if delay > 0:
+                            await asyncio.sleep(delay)
                     loop = asyncio.get_running_loop()
                     handed[f"t{t}"] = loop.create_future()
                     await console.submit(f"t{t}", f"message {n}")
@@ -81,13 +88,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=200)
     ap.add_argument("--messages", type=int, default=10, help="messages per thread")
-    ap.add_argument("--light-threads", type=int, default=4, help="threads for the overhead run")
+    ap.add_argument("--rate", type=float, default=300.0, help="messages/s for the paced run")
+    ap.add_argument("--light-threads", type=int, default=4, help="threads for the light-load run")
     args = ap.parse_args()
     # Saturation: every thread always has a message waiting, so overhead includes queueing.
-    # Light load: a few conversations, so overhead is the gateway's own path.
-    for threads in (args.threads, args.light_threads):
-        result = asyncio.run(run(threads, args.messages))
-        print(f"end to end: {threads} threads x {args.messages} messages, instant model, default config")
+    # Paced: the same threads at the target rate, so overhead is the gateway's path under load.
+    # Light load: a few conversations, so overhead is the gateway's path alone.
+    runs = [
+        (args.threads, None, "saturation"),
+        (args.threads, args.rate, f"paced at {args.rate:g} messages/s"),
+        (args.light_threads, None, "light load"),
+    ]
+    for threads, rate, label in runs:
+        result = asyncio.run(run(threads, args.messages, rate))
+        print(f"end to end, {label}: {threads} threads x {args.messages} messages, instant model")
         for key, value in result.items():
             print(f"  {key:>16}: {value:,.2f}")
 
