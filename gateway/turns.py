@@ -91,7 +91,8 @@ class TurnStart:
     thread: sqlite3.Row
     summary: str | None
     rows: list[sqlite3.Row]
-    run_id: int | None  # None: the thread's persona is not configured
+    persona: Persona | None  # None: the thread's persona is not configured (and no run began)
+    run_id: int | None
     reply_to: str | None  # the platform message a group reply answers
 
 
@@ -138,7 +139,7 @@ class TurnRunner(TurnHandler):
         thread, summary, rows = _load_context(batch.thread_id, upto, conn)
         persona = self.personas.get(thread["persona"] or "")
         if persona is None:
-            return TurnStart(thread, summary, rows, run_id=None, reply_to=None)
+            return TurnStart(thread, summary, rows, None, run_id=None, reply_to=None)
         (run_id,) = conn.execute(
             "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
             (batch.thread_id, persona.name, persona.model_ref, time.time()),
@@ -148,11 +149,10 @@ class TurnRunner(TurnHandler):
             (reply_to,) = conn.execute(
                 "SELECT platform_message_id FROM messages WHERE id = ?", (upto,)
             ).fetchone()
-        return TurnStart(thread, summary, rows, run_id, reply_to)
+        return TurnStart(thread, summary, rows, persona, run_id, reply_to)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
-        thread, run_id = begun.thread, begun.run_id
-        persona = self.personas.get(thread["persona"] or "")
+        thread, persona, run_id = begun.thread, begun.persona, begun.run_id
         if persona is None or run_id is None:
             log.error(
                 "thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread["persona"]
