@@ -94,13 +94,17 @@ def build_server(
             is_error=bool(reply.get("is_error")),
         )
 
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=_version(),
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    # The SDK's default OpenTelemetry middleware opens a span per message; this process
+    # installs no exporter, so it would only add latency to every call.
+    server.middleware = []
+    return server
 
 
 def _listing(tools: Sequence[Mapping[str, Any]]) -> types.ListToolsResult:
