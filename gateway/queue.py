@@ -98,6 +98,7 @@ class TurnQueue:
         self._stopping = False
         self._dispatcher: asyncio.Task[None] | None = None
         self._parked = 0
+        self._crashes: dict[int, int] = {}  # a thread's failed leases in a row
 
     # ------------------------------------------------------------ lifecycle
 
@@ -224,6 +225,7 @@ class TurnQueue:
             while not self._stopping:
                 self._ready.pop(thread_id, None)
                 leased = await self._lease(thread_id)
+                self._crashes.pop(thread_id, None)
                 if isinstance(leased, float):  # nothing due yet: come back when it is
                     self._notify_at(thread_id, leased - time.time())
                     return
@@ -233,7 +235,12 @@ class TurnQueue:
                 if thread_id not in self._ready:
                     return  # nothing was queued for this thread while it ran
         except Exception:
-            log.exception("queue worker for thread %s crashed", thread_id)
+            # A failed lease rolled back, so the thread's items are still pending: without
+            # a retry they would wait for the thread's next message or the next start.
+            crashes = self._crashes[thread_id] = self._crashes.get(thread_id, 0) + 1
+            delay = self._backoff(crashes)
+            log.exception("queue worker for thread %s crashed; trying again in %.1fs", thread_id, delay)
+            self._notify_at(thread_id, delay)
         finally:
             self._running.pop(thread_id, None)
             self._wake.set()  # a worker slot is free

@@ -1,0 +1,77 @@
+"""The turn queue keeps serving a thread whose lease failed."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.config import QueueSettings
+from gateway.queue import Batch, TurnHandler, TurnQueue, complete_in
+from gateway.store.db import Database, open_database
+
+
+class FlakyStart(TurnHandler):
+    """Its ``begin`` fails the first ``failures`` times, as a broken read would."""
+
+    def __init__(self, db: Database, failures: int):
+        self.db = db
+        self.failures = failures
+        self.served: asyncio.Queue[Batch] = asyncio.Queue()
+
+    def begin(self, conn: sqlite3.Connection, batch: Batch) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise sqlite3.OperationalError("disk I/O error")
+        return None
+
+    async def run(self, batch: Batch, begun: Any) -> None:
+        await self.db.run_transaction(lambda conn: complete_in(conn, batch, None))
+        self.served.put_nowait(batch)
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    database = await open_database(tmp_path / "talon.db")
+    yield database
+    await database.close()
+
+
+async def enqueue(db: Database) -> tuple[int, int]:
+    def insert(conn: sqlite3.Connection) -> tuple[int, int]:
+        now = time.time()
+        (thread_id,) = conn.execute(
+            "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('console', 'c', ?, ?) "
+            "RETURNING id",
+            (now, now),
+        ).fetchone()
+        (item_id,) = conn.execute(
+            "INSERT INTO queue_items (thread_id, available_at, created_at, updated_at) VALUES (?, ?, ?, ?) "
+            "RETURNING id",
+            (thread_id, now, now, now),
+        ).fetchone()
+        return int(thread_id), int(item_id)
+
+    return await db.run_transaction(insert)
+
+
+async def test_a_failed_lease_is_tried_again_without_new_work(db: Database) -> None:
+    handler = FlakyStart(db, failures=2)
+    queue = TurnQueue(db, QueueSettings(backoff_base=0.01), handler)
+    await queue.start()
+    try:
+        thread_id, item_id = await enqueue(db)
+        queue.notify(thread_id)
+        async with asyncio.timeout(10):
+            batch = await handler.served.get()
+    finally:
+        await queue.stop(grace=1)
+    assert batch.ids == (item_id,)
+    assert handler.failures == 0
+    rows = await db.fetchall("SELECT status FROM queue_items WHERE id = ?", (item_id,))
+    assert rows[0]["status"] == "done"
