@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations
+from typing import get_args
 
 from connectors.render.ir import (
     Block,
@@ -13,7 +15,6 @@ from connectors.render.ir import (
     Inline,
     Link,
     ListBlock,
-    ListItem,
     Paragraph,
     Quote,
     Style,
@@ -24,6 +25,15 @@ from connectors.render.ir import (
 from connectors.render.table import layout
 
 NO_STYLES: frozenset[Style] = frozenset()
+BOLD: frozenset[Style] = frozenset({"bold"})
+
+_ALL_STYLES: tuple[Style, ...] = get_args(Style)
+WITH_STYLE: dict[frozenset[Style], dict[Style, frozenset[Style]]] = {
+    frozenset(subset): {style: frozenset({*subset, style}) for style in _ALL_STYLES}
+    for size in range(len(_ALL_STYLES) + 1)
+    for subset in combinations(_ALL_STYLES, size)
+}
+"""``WITH_STYLE[active][style]`` is ``active | {style}``, without building a set per span."""
 
 
 class Renderer:
@@ -58,10 +68,8 @@ class Renderer:
         if kind is ListBlock:
             return self.list_block(block, list_depth, quote_depth)  # type: ignore[arg-type]
         if kind is Quote:
-            inner = self.block_joiner.join(
-                self.render_block(child, list_depth, quote_depth + 1)
-                for child in block.blocks  # type: ignore[union-attr]
-            )
+            render, depth = self.render_block, quote_depth + 1
+            inner = self.block_joiner.join([render(b, list_depth, depth) for b in block.blocks])  # type: ignore[union-attr]
             return self.quote(inner, quote_depth)
         if kind is Table:
             return self.table(block)  # type: ignore[arg-type]
@@ -73,30 +81,31 @@ class Renderer:
     def list_block(self, block: ListBlock, depth: int, quote_depth: int) -> str:
         joiner = "\n" if block.tight else "\n\n"
         render = self.render_block
+        inner = depth + 1
+        ordered = block.ordered
+        bullet = self.bullets[depth % len(self.bullets)]
         parts: list[str] = []
-        for n, item in enumerate(block.items):
-            marker = self.marker(block, n, depth)
-            body = joiner.join([render(b, depth + 1, quote_depth) for b in item.blocks])
-            parts.append(self._item(marker, body, item))
+        for number, item in enumerate(block.items, block.start):
+            blocks = item.blocks
+            if len(blocks) == 1:  # the usual item: one paragraph
+                body = render(blocks[0], inner, quote_depth)
+            else:
+                body = joiner.join([render(b, inner, quote_depth) for b in blocks])
+            marker = f"{number}. " if ordered else bullet
+            if "\n" in body:
+                body = self.indent(body, " " * len(marker))
+            if item.continued:
+                parts.append(body)
+            else:
+                parts.append(marker + body if body else marker.rstrip())
         return joiner.join(parts)
 
-    def _item(self, marker: str, body: str, item: ListItem) -> str:
-        if not body:
-            return "" if item.continued else marker.rstrip()
-        first = "" if item.continued else marker
-        if "\n" not in body:
-            return first + body
-        lines = body.split("\n")
-        return first + lines[0] + "\n" + "\n".join(self.pad_lines(lines[1:], " " * len(marker)))
-
-    def marker(self, block: ListBlock, index: int, depth: int) -> str:
-        if block.ordered:
-            return f"{block.start + index}. "
-        return self.bullets[depth % len(self.bullets)]
-
-    def pad_lines(self, lines: Sequence[str], pad: str) -> list[str]:
-        """Indent continuation lines of a list item (blank lines stay empty)."""
-        return [pad + line if line else line for line in lines]
+    def indent(self, text: str, pad: str) -> str:
+        """``text`` with the lines after its first indented by ``pad`` (blank lines stay empty)."""
+        if "\n\n" in text or text.endswith("\n"):
+            lines = text.split("\n")
+            return lines[0] + "\n" + "\n".join([pad + line if line else line for line in lines[1:]])
+        return text.replace("\n", "\n" + pad)  # no blank lines: every line after a break is padded
 
     # Inline content.
 
@@ -107,25 +116,27 @@ class Renderer:
         is never opened twice); ``in_link`` is true inside a link label."""
         if len(nodes) == 1 and type(nodes[0]) is Text:  # the common case, short
             return self.text(nodes[0].text)
+        text = self.text
         parts: list[str] = []
+        append = parts.append
         for node in nodes:
             kind = type(node)
             if kind is Text:
-                parts.append(self.text(node.text))  # type: ignore[union-attr]
+                append(text(node.text))  # type: ignore[union-attr]
             elif kind is Code:
-                parts.append(self.code(node.text, in_link))  # type: ignore[union-attr]
-            elif kind is Break:
-                parts.append(self.line_break(node.hard))  # type: ignore[union-attr]
+                append(self.code(node.text, in_link))  # type: ignore[union-attr]
             elif kind is Styled:
                 style = node.style  # type: ignore[union-attr]
-                inner = self.inlines(node.children, active | {style}, in_link)  # type: ignore[union-attr]
-                parts.append(inner if style in active else self.styled(style, inner))
+                if style in active:
+                    append(self.inlines(node.children, active, in_link))  # type: ignore[union-attr]
+                else:
+                    inner = self.inlines(node.children, WITH_STYLE[active][style], in_link)  # type: ignore[union-attr]
+                    append(self.styled(style, inner))
+            elif kind is Break:
+                append(self.line_break(node.hard))  # type: ignore[union-attr]
             else:
                 assert isinstance(node, Link)
-                if in_link:
-                    parts.append(self.inlines(node.children, active, True))
-                else:
-                    parts.append(self.link(node, active))
+                append(self.inlines(node.children, active, True) if in_link else self.link(node, active))
         return self.join_inlines(nodes, parts)
 
     def join_inlines(self, nodes: Sequence[Inline], parts: list[str]) -> str:
@@ -172,4 +183,7 @@ class Renderer:
 def is_safe_web_url(href: str, schemes: tuple[str, ...] = ("http://", "https://")) -> bool:
     """Whether ``href`` is an absolute URL with one of ``schemes`` (compared case-insensitively)."""
     start = href[:12].lower()
-    return any(start.startswith(scheme) and len(href) > len(scheme) for scheme in schemes)
+    for scheme in schemes:
+        if start.startswith(scheme) and len(href) > len(scheme):
+            return True
+    return False

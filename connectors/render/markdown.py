@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from connectors.render.base import Renderer, is_safe_web_url
+from connectors.render.base import BOLD, Renderer, is_safe_web_url
 from connectors.render.ir import Block, Inline, Link, Style, Styled, Table
 from connectors.render.plain import plain_inlines
 from connectors.render.slack import break_fences
@@ -30,12 +30,16 @@ CONSOLE_LIMIT = 100_000
 """No platform limit; chunks stay below this so one reply never becomes one huge write."""
 
 _ALWAYS = str.maketrans({char: "\\" + char for char in "\\`*~|[]<>"})
-_ALWAYS_CHARS = frozenset("\\`*~|[]<>")
+_ALWAYS_FOUND = re.compile(r"[\\`*~|\[\]<>]").search  # faster than a set test on most text
 _UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")  # not inside a word
 _AMPERSAND = re.compile(r"&(?=[#A-Za-z0-9])")  # could start an entity
 _LINE_START = frozenset("#-+=>")
+# What escape_line_starts may change: the first line's first character, or a later line's.
+_FIRST_LINE_START = " #-+=>0123456789"
+_LATER_LINE_START = re.compile(r"\n[#\-+=>0-9]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*$")  # what an autolink may hold
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+_PARENS = re.compile(r"[()]")
 _MARKS: dict[Style, str] = {"bold": "**", "italic": "*", "strike": "~~"}
 _ZWSP = "\u200b"
 # What CommonMark counts as whitespace next to emphasis delimiters (Python's strip() differs).
@@ -44,7 +48,7 @@ _SPACE = " \t\n\r\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\
 
 def escape(text: str) -> str:
     """Backslash-escape the characters that could start Markdown markup inside a line."""
-    if not _ALWAYS_CHARS.isdisjoint(text):
+    if _ALWAYS_FOUND(text):
         text = text.translate(_ALWAYS)
     if "_" in text:
         text = _UNDERSCORE.sub(r"\\_", text)
@@ -57,6 +61,8 @@ def escape_line_starts(text: str) -> str:
     """Escape what would start a block (heading, list, quote, setext underline) at the
     start of a line of paragraph text; leading spaces of the first line are dropped so it
     cannot become indented code."""
+    if text[:1] not in _FIRST_LINE_START and not _LATER_LINE_START.search(text):
+        return text  # the usual paragraph: nothing to escape
     lines = text.split("\n")
     for n, line in enumerate(lines):
         if n == 0 and line[:1] == " ":
@@ -102,7 +108,7 @@ def _destination(href: str) -> str:
     """A link destination for ``[label](…)``: parentheses stay when balanced and not
     nested (Wikipedia style); otherwise they are percent-encoded."""
     depth = 0
-    for char in href:
+    for char in _PARENS.findall(href):
         if char == "(":
             depth += 1
             if depth > 1:
@@ -134,8 +140,9 @@ class MarkdownRenderer(Renderer):
 
     def code(self, text: str, in_link: bool) -> str:
         if self.discord:
-            text = break_fences(text)
-            fence = "``" if "`" in text else "`"
+            fence = "`"
+            if "`" in text:
+                text, fence = break_fences(text), "``"
         else:
             fence = "`" * (_longest_backtick_run(text) + 1)
         pad = ""
@@ -147,8 +154,10 @@ class MarkdownRenderer(Renderer):
         # "*a*" then "**b**" would read as one delimiter run "***": switch the italic
         # span at the seam to underscores.
         for i in range(1, len(parts)):
-            before, after = parts[i - 1], parts[i]
-            if before.endswith("*") and not before.endswith("\\*") and after.startswith("*"):
+            if not parts[i].startswith("*"):  # the usual seam, decided at once
+                continue
+            before = parts[i - 1]
+            if before.endswith("*") and not before.endswith("\\*"):
                 for j in (i, i - 1):
                     node, part = nodes[j], parts[j]
                     if type(node) is Styled and node.style == "italic" and part[:1] == part[-1:] == "*":
@@ -179,7 +188,7 @@ class MarkdownRenderer(Renderer):
 
     def heading(self, level: int, children: list[Inline]) -> str:
         if self.discord and level > 3:
-            inner = self.inlines(children, frozenset({"bold"}))
+            inner = self.inlines(children, BOLD)
             return _wrap("**", inner.replace("\n", " "))
         inner = self.inlines(children).replace("\\\n", " ").replace("\n", " ")
         if inner.endswith("#"):

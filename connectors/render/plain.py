@@ -13,8 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from connectors.render.base import NO_STYLES, Renderer
-from connectors.render.ir import Block, Break, Code, Document, Inline, Style, Styled, Text
+from connectors.render.base import Renderer
+from connectors.render.ir import (
+    Block,
+    Break,
+    Code,
+    CodeBlock,
+    Document,
+    Heading,
+    Inline,
+    Paragraph,
+    Styled,
+    Text,
+)
 
 
 class PlainRenderer(Renderer):
@@ -22,10 +33,14 @@ class PlainRenderer(Renderer):
 
     format = "plain"
 
-    def inlines(
-        self, nodes: Sequence[Inline], active: frozenset[Style] = NO_STYLES, in_link: bool = False
-    ) -> str:
-        return plain_inlines(nodes, in_link)
+    def render_block(self, block: Block, list_depth: int, quote_depth: int) -> str:
+        # Every block of every reply comes through here: the leaves skip the hooks.
+        kind = type(block)
+        if kind is Paragraph or kind is Heading:
+            return plain_inlines(block.children)  # type: ignore[union-attr]
+        if kind is CodeBlock:
+            return block.code  # type: ignore[union-attr]
+        return super().render_block(block, list_depth, quote_depth)
 
 
 PLAIN = PlainRenderer()
@@ -37,18 +52,19 @@ def plain_inlines(nodes: Sequence[Inline], in_link: bool = False) -> str:
     if len(nodes) == 1 and type(nodes[0]) is Text:
         return nodes[0].text
     parts: list[str] = []
+    append = parts.append
     for node in nodes:
         kind = type(node)
         if kind is Text or kind is Code:
-            parts.append(node.text)  # type: ignore[union-attr]
-        elif kind is Break:
-            parts.append("\n")
+            append(node.text)  # type: ignore[union-attr]
         elif kind is Styled:
-            parts.append(plain_inlines(node.children, in_link))  # type: ignore[union-attr]
+            append(plain_inlines(node.children, in_link))  # type: ignore[union-attr]
+        elif kind is Break:
+            append("\n")
         else:
-            parts.append(plain_inlines(node.children, True))  # type: ignore[union-attr]
+            append(plain_inlines(node.children, True))  # type: ignore[union-attr]
             if not in_link:
-                parts.append(node.plain_suffix)  # type: ignore[union-attr]
+                append(node.plain_suffix)  # type: ignore[union-attr]
     return "".join(parts)
 
 
@@ -59,7 +75,8 @@ def plain_block(block: Block) -> str:
 
 def plain_blocks(document: Document) -> list[str]:
     """Plain text of each of a document's blocks."""
-    return [PLAIN.block(block) for block in document.blocks]
+    render = PLAIN.render_block
+    return [render(block, 0, 0) for block in document.blocks]
 
 
 def plain_document(document: Document) -> str:

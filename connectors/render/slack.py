@@ -11,7 +11,7 @@ as a look-alike (U+02CB).
 
 from __future__ import annotations
 
-from connectors.render.base import Renderer, is_safe_web_url
+from connectors.render.base import BOLD, Renderer, is_safe_web_url
 from connectors.render.ir import Inline, Link, Style, Table
 from connectors.render.plain import plain_inlines
 from connectors.render.table import layout
@@ -62,7 +62,7 @@ class SlackRenderer(Renderer):
         return f"<{url}|{escape(label)}>"
 
     def heading(self, level: int, children: list[Inline]) -> str:
-        return f"*{self.inlines(children, frozenset({'bold'}))}*"
+        return f"*{self.inlines(children, BOLD)}*"
 
     def code_block(self, code: str, lang: str) -> str:
         return f"```\n{escape(break_fences(code))}\n```"

@@ -179,6 +179,10 @@ def _split_inline(
         total += 1 if type(leaf) is Break else len(leaf.text)  # type: ignore[union-attr]
     if total < 2:
         return None
+    first = _first_visible(atoms, starts)
+    if first >= total:
+        return None
+    atoms, starts = _without_empty(atoms, starts)
     bound = min(total - 1, limit)  # a head renders to at least its characters
 
     def head_size(cut: Cut) -> int:
@@ -203,9 +207,6 @@ def _split_inline(
         offset = position - starts[i]
         return starts[i] + len(text) - len(text[offset:].lstrip())
 
-    first = _first_visible(atoms, starts)
-    if first >= total:
-        return None
     levels = _inline_cuts(atoms, starts, first, bound, total)
     cut = _best_cut(levels, head_size, limit, hard, first, bound, skip)
     if cut is None:
@@ -307,27 +308,49 @@ def _flatten(nodes: Sequence[Inline], path: tuple[Styled | Link, ...], out: list
             out.append((node, path))  # type: ignore[arg-type]
 
 
+def _without_empty(atoms: list[Atom], starts: list[int]) -> tuple[list[Atom], list[int]]:
+    """The atoms without empty text: they show nothing and fall in no slice."""
+    kept = [i for i, (leaf, _) in enumerate(atoms) if type(leaf) is Break or leaf.text]  # type: ignore[union-attr]
+    if len(kept) == len(atoms):
+        return atoms, starts
+    return [atoms[i] for i in kept], [starts[i] for i in kept]
+
+
 def _slice(atoms: list[Atom], starts: list[int], low: int, high: int) -> list[Atom]:
-    """The atoms covering characters ``[low, high)``, text atoms trimmed to the range."""
-    out: list[Atom] = []
+    """The atoms covering characters ``[low, high)``, text atoms trimmed to the range.
+
+    No atom is empty, so every atom between the first and the last lies wholly inside the
+    range: only those two are trimmed (or the first dropped)."""
     first = max(0, bisect.bisect_right(starts, low) - 1)
-    for i in range(first, len(atoms)):
-        offset = starts[i]
-        if offset >= high:
-            break
-        leaf, path = atoms[i]
-        if type(leaf) is Break:
-            if offset >= low:
-                out.append((leaf, path))
-            continue
-        text = leaf.text  # type: ignore[union-attr]
-        a, b = max(low - offset, 0), min(high - offset, len(text))
-        if a >= b:
-            continue
-        if a or b < len(text):
-            leaf = type(leaf)(text[a:b])  # type: ignore[call-arg]
-        out.append((leaf, path))
+    end = bisect.bisect_left(starts, high, first)
+    out = atoms[first:end]
+    if not out:
+        return out
+    last = _trim(out[-1], starts[end - 1], low, high)
+    if len(out) == 1:
+        return [] if last is None else [last]
+    assert last is not None  # it starts inside the range
+    out[-1] = last
+    head = _trim(out[0], starts[first], low, high)
+    if head is None:
+        del out[0]
+    else:
+        out[0] = head
     return out
+
+
+def _trim(atom: Atom, offset: int, low: int, high: int) -> Atom | None:
+    """``atom`` (at ``offset``) cut to the characters ``[low, high)``; ``None`` when none are in it."""
+    leaf, path = atom
+    if type(leaf) is Break:
+        return atom if low <= offset < high else None
+    text = leaf.text  # type: ignore[union-attr]
+    a, b = max(low - offset, 0), min(high - offset, len(text))
+    if a >= b:
+        return None
+    if a or b < len(text):
+        return type(leaf)(text[a:b]), path  # type: ignore[call-arg]
+    return atom
 
 
 def _rebuild(atoms: list[Atom], cut_links: set[int], head: bool) -> list[Inline]:
@@ -339,7 +362,12 @@ def _rebuild(atoms: list[Atom], cut_links: set[int], head: bool) -> list[Inline]
     root: list[Inline] = []
     containers: list[list[Inline]] = [root]
     open_path: list[Styled | Link] = []
+    last_path: tuple[Styled | Link, ...] | None = None
     for leaf, path in atoms:
+        if path is last_path:  # a sibling of the previous leaf
+            containers[-1].append(leaf)
+            continue
+        last_path = path
         same = 0
         while same < len(open_path) and same < len(path) and open_path[same] is path[same]:
             same += 1

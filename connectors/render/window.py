@@ -34,6 +34,19 @@ def _chars(text: str) -> int:
     return len(text) - text.count(" ")
 
 
+def _count(text: str, wanted: float, skipped: str) -> tuple[int, int]:
+    """Count the characters of ``text`` not in ``skipped`` until ``wanted`` are found:
+    ``(count, end)``, ``end`` being where the counting stopped (the count is exact up to
+    there). Jumps in steps of the number still wanted, so a long text costs a few scans of
+    what it takes rather than a scan of all of it."""
+    at = count = 0
+    while count < wanted and at < len(text):
+        end = at + int(min(wanted - count, len(text) - at))
+        count += end - at - sum(text.count(char, at, end) for char in skipped)
+        at = end
+    return count, at
+
+
 def inline_bound(nodes: Sequence[Inline], cap: float = float("inf")) -> int:
     """Lower bound of the rendered length of inline nodes; stops counting past ``cap``."""
     total = 0
@@ -54,7 +67,7 @@ def lower_bound(block: Block, cap: float = float("inf")) -> int:
     if kind is Paragraph or kind is Heading:
         return inline_bound(block.children, cap)  # type: ignore[union-attr]
     if kind is CodeBlock:
-        return _chars(block.code)  # type: ignore[union-attr]
+        return _count(block.code, cap + 1, " ")[0]  # type: ignore[union-attr]
     if kind is ListBlock:
         return _sum(
             (b for item in block.items for b in item.blocks),  # type: ignore[union-attr]
@@ -121,17 +134,12 @@ def take_window(block: Block, limit: int) -> tuple[Block, Block, str] | None:
         window, rest = split_rows(table, count)
         return window, rest, "\n"
     if kind is CodeBlock:
+        # the window ends with the line holding the character that passes the limit
         code = block.code  # type: ignore[union-attr]
-        total = 0
-        at = 0
-        while True:
-            end = code.find("\n", at)
-            if end < 0:
-                return None
-            total += _chars(code[at:end])
-            if total > limit:
-                break
-            at = end + 1
+        count, past = _count(code, limit + 1, " \n")  # lines are counted without their break
+        end = code.find("\n", past - 1) if count > limit else -1
+        if end < 0:
+            return None
         lang = block.lang  # type: ignore[union-attr]
         return CodeBlock(code[:end], lang), CodeBlock(code[end + 1 :], lang), "\n"
     return None

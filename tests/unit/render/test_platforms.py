@@ -67,6 +67,13 @@ def test_telegram_code_keeps_its_language_and_escapes() -> None:
     )
 
 
+@pytest.mark.parametrize("opening", ["", "intro\n   "])
+def test_telegram_code_in_a_list_item_keeps_its_indentation(opening: str) -> None:
+    html = one(f"1. {opening}```py\n   a = 1\n       b = 2\n   ```\n2. next", "telegram")
+    code = html.split("<code", 1)[1].split("</code>", 1)[0]
+    assert code.split(">", 1)[1] == "a = 1\n    b = 2"
+
+
 def test_telegram_nested_quotes_merge_and_code_in_links_is_plain() -> None:
     html = one("> outer\n> > inner\n\n[`code` label](https://x.test)", "telegram")
     assert html == '<blockquote>outer\n\ninner</blockquote>\n\n<a href="https://x.test">code label</a>'
