@@ -112,7 +112,7 @@ def main() -> None:
     report("telegram", times["telegram"], 3)
     report("all three, parsed once", times["all three"], 8)
     print("\nparts:")
-    report("parse (markdown-it-pyrs + IR)", times["parse"])
+    report("parse (pulldown-cmark + IR)", times["parse"])
     for platform in CHAT:
         report(f"render {platform} (parsed doc)", times[f"render {platform}"])
 

@@ -4,7 +4,7 @@
 >>> chunks[0].text, chunks[0].plain
 ('<b>Hi</b> &lt;you&gt;', 'Hi <you>')
 
-The reply is parsed once (markdown-it-pyrs: CommonMark, tables, strikethrough; :mod:`.syntax`)
+The reply is parsed once (pulldown-cmark: CommonMark, tables, strikethrough; :mod:`.syntax`)
 into a small tree (:mod:`.ir`), the tree is cut to the platform's limit (:mod:`.chunk`,
 :mod:`.split`), and each chunk is rendered (:mod:`.telegram`, :mod:`.slack`,
 :mod:`.markdown`) with its plain-text twin (:mod:`.plain`).

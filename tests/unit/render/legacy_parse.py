@@ -1,7 +1,9 @@
 """The reference parse for the differential test: markdown-it-py tokens -> Document.
 
-markdown-it-py is the pure-Python implementation of the same markdown-it grammar that
-production parses with (markdown-it-pyrs). Raw HTML is switched off in the parser.
+markdown-it-py (CommonMark, tables and strikethrough) is a second implementation of the
+grammar production parses with pulldown-cmark. Raw HTML is recognized as CommonMark says
+and kept as literal text the way production keeps it: inline HTML as text, an HTML block
+as paragraphs of its lines.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import unescapeAll
 from markdown_it.token import Token
 
 from connectors.render.ir import (
@@ -30,13 +33,10 @@ from connectors.render.ir import (
     Table,
     Text,
 )
-from connectors.render.parse import make_table
+from connectors.render.nodes import literal_paragraphs, make_table
 from connectors.render.plain import plain_inlines
 
-_MD = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-_MD_NO_CODE_SPANS = (
-    MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).disable("backticks")
-)
+_MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 _STYLES = {"em_open": "italic", "strong_open": "bold", "s_open": "strike"}
 _CLOSES = frozenset({"em_close", "strong_close", "s_close", "link_close"})
@@ -48,15 +48,15 @@ _ALIGNS: dict[str, Align] = {
 }
 
 
-def parse(markdown: str, code_spans: bool = True) -> Document:
+def parse(markdown: str) -> Document:
     """Parse ``markdown`` into a :class:`Document`. Blocks without visible content (blank
     paragraphs and headings, empty code blocks and quotes) are dropped."""
-    tokens = (_MD if code_spans else _MD_NO_CODE_SPANS).parse(markdown)
-    blocks, _ = _blocks(tokens, 0, "")
+    tokens = _MD.parse(markdown)
+    blocks, _ = _blocks(tokens, 0, "", markdown.split("\n"))
     return Document(blocks)
 
 
-def _blocks(tokens: Sequence[Token], i: int, close: str) -> tuple[list[Block], int]:
+def _blocks(tokens: Sequence[Token], i: int, close: str, lines: list[str]) -> tuple[list[Block], int]:
     """Blocks from ``tokens[i]`` up to the token of type ``close``; returns the index after it."""
     blocks: list[Block] = []
     n = len(tokens)
@@ -78,17 +78,20 @@ def _blocks(tokens: Sequence[Token], i: int, close: str) -> tuple[list[Block], i
         elif kind in ("fence", "code_block"):
             code = _trim_blank_lines(tok.content)
             if code:
-                blocks.append(CodeBlock(code, _lang(tok.info)))
+                blocks.append(CodeBlock(code, _lang(unescapeAll(tok.info))))  # as its renderer reads it
             i += 1
         elif kind in ("bullet_list_open", "ordered_list_open"):
-            lst, i = _list(tokens, i)
+            lst, i = _list(tokens, i, lines)
             blocks.append(lst)
         elif kind == "blockquote_open":
-            inner, i = _blocks(tokens, i + 1, "blockquote_close")
+            inner, i = _blocks(tokens, i + 1, "blockquote_close", lines)
             if inner:
                 blocks.append(Quote(inner))
         elif kind == "hr":
             blocks.append(Rule())
+            i += 1
+        elif kind == "html_block":
+            blocks.extend(literal_paragraphs(tok.content))
             i += 1
         elif kind == "table_open":
             table, i = _table(tokens, i + 1)
@@ -98,7 +101,7 @@ def _blocks(tokens: Sequence[Token], i: int, close: str) -> tuple[list[Block], i
     return blocks, i
 
 
-def _list(tokens: Sequence[Token], i: int) -> tuple[ListBlock, int]:
+def _list(tokens: Sequence[Token], i: int, lines: list[str]) -> tuple[ListBlock, int]:
     opening = tokens[i]
     ordered = opening.type == "ordered_list_open"
     close = "ordered_list_close" if ordered else "bullet_list_close"
@@ -112,20 +115,20 @@ def _list(tokens: Sequence[Token], i: int) -> tuple[ListBlock, int]:
     first = i
     i += 1
     while i < len(tokens) and tokens[i].type == "list_item_open":
-        blocks, i = _blocks(tokens, i + 1, "list_item_close")
+        blocks, i = _blocks(tokens, i + 1, "list_item_close", lines)
         items.append(ListItem(blocks))
     if i < len(tokens) and tokens[i].type == close:
         i += 1
     # A table runs on into whatever follows it without a blank line: space such lists out.
     has_table = any(type(b) is Table for item in items for b in item.blocks)
-    tight = not has_table and _tight(tokens[first:i], opening.level)
+    tight = not has_table and _tight(tokens[first:i], opening.level, lines)
     return ListBlock(items, ordered, start, tight), i
 
 
-def _tight(tokens: Sequence[Token], level: int) -> bool:
+def _tight(tokens: Sequence[Token], level: int, lines: list[str]) -> bool:
     """Whether a list is tight. markdown-it hides the paragraphs of a tight list; a list
-    without paragraphs is loose when a blank line visibly separates its items or blocks
-    (markdown-it's line maps count trailing blank lines in, so some are missed)."""
+    without paragraphs is loose when a blank line separates its items or two blocks of an
+    item (a block's line map may take in the blank lines after it: they are not counted)."""
     child_level = level + 2
     last_end: int | None = None
     for tok in tokens:
@@ -137,8 +140,16 @@ def _tight(tokens: Sequence[Token], level: int) -> bool:
         elif tok.level == child_level and tok.nesting >= 0 and tok.map:  # a block in an item
             if last_end is not None and tok.map[0] > last_end:
                 return False
-            last_end = tok.map[1]
+            last_end = _content_end(tok.map, lines)
     return True
+
+
+def _content_end(line_map: list[int], lines: list[str]) -> int:
+    """The line after the last one of ``line_map`` that is not blank."""
+    start, end = line_map
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return end
 
 
 def _table(tokens: Sequence[Token], i: int) -> tuple[Table, int]:

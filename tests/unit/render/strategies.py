@@ -53,6 +53,8 @@ _URLS = [
     "relative/path",
     "https://example.com/@everyone",
     "<https://example.com/a b>",
+    "javascript:alert(1)",
+    "data:image/png;base64,AAAA",
 ]
 
 _word = st.one_of(
