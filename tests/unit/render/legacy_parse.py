@@ -33,14 +33,13 @@ from connectors.render.ir import (
     Table,
     Text,
 )
-from connectors.render.nodes import literal_paragraphs, make_table
+from connectors.render.nodes import code_language, literal_paragraphs, make_table, trim_blank_lines
 from connectors.render.plain import plain_inlines
 
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 _STYLES = {"em_open": "italic", "strong_open": "bold", "s_open": "strike"}
 _CLOSES = frozenset({"em_close", "strong_close", "s_close", "link_close"})
-_LANG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+#.-")
 _ALIGNS: dict[str, Align] = {
     "text-align:left": "left",
     "text-align:right": "right",
@@ -76,9 +75,11 @@ def _blocks(tokens: Sequence[Token], i: int, close: str, lines: list[str]) -> tu
                 blocks.append(Heading(int(tok.tag[1:] or 1), children))
             i += 3
         elif kind in ("fence", "code_block"):
-            code = _trim_blank_lines(tok.content)
+            code = trim_blank_lines(tok.content)
             if code:
-                blocks.append(CodeBlock(code, _lang(unescapeAll(tok.info))))  # as its renderer reads it
+                blocks.append(
+                    CodeBlock(code, code_language(unescapeAll(tok.info)))
+                )  # as its renderer reads it
             i += 1
         elif kind in ("bullet_list_open", "ordered_list_open"):
             lst, i = _list(tokens, i, lines)
@@ -267,22 +268,3 @@ def _alt_text(tokens: Sequence[Token]) -> str:
         else:
             parts.append(tok.content)
     return "".join(parts).strip()
-
-
-def _trim_blank_lines(code: str) -> str:
-    """Code without the blank lines before and after it (and without the final newline)."""
-    lines = code.split("\n")
-    first = 0
-    while first < len(lines) and not lines[first].strip():
-        first += 1
-    last = len(lines)
-    while last > first and not lines[last - 1].strip():
-        last -= 1
-    return "\n".join(lines[first:last])
-
-
-def _lang(info: str) -> str:
-    words = info.strip().split()
-    if not words:
-        return ""
-    return "".join(c for c in words[0] if c in _LANG_CHARS)[:32]

@@ -173,8 +173,13 @@ def _crossing_possible(source: str) -> bool:
     return sum(1 for kind in _DELIMITER_KINDS if kind.search(source)) >= 2
 
 
+# Two independent parsers: the examples are fixed, so that a grammar difference not yet
+# listed above turns up when someone explores with more examples, not at random in CI.
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(markdown)
 def test_generated_markdown_parses_the_same(source: str) -> None:
