@@ -175,10 +175,22 @@ class Outbox:
         )
         try:
             result = await connector.send(item)
-        except Exception as exc:  # a connector bug must not wedge the thread's delivery
-            log.exception("connector %s raised from send()", row["channel"])
-            result = SendResult.failed(ErrorClass.AMBIGUOUS, f"connector raised {type(exc).__name__}")
+        except Exception as exc:
+            return await self._connector_raised(row, exc)
         return await self._settle(row, result)
+
+    async def _connector_raised(self, row: aiosqlite.Row, exc: Exception) -> aiosqlite.Row | None:
+        """``send`` must classify platform errors, so an exception is a connector bug.
+
+        A bug says nothing about whether the platform got the chunk, and marking it
+        ``unknown`` would silently drop the reply: it is retried with backoff like a
+        transient failure, and after the last attempt recorded as ``failed``. The
+        traceback is logged once per row; retries log one line.
+        """
+        error = f"connector {row['channel']} raised {type(exc).__name__}: {exc}"
+        if row["attempts"] == 0:
+            log.error("%s from send() (outbox row %s)", error, row["id"], exc_info=exc)
+        return await self._settle(row, SendResult.failed(ErrorClass.TRANSIENT, error))
 
     async def _settle(self, row: aiosqlite.Row, result: SendResult) -> aiosqlite.Row | None:
         if result.ok:

@@ -76,7 +76,7 @@ async def send_chunk(bot: TelegramBot, item: OutboundChunk) -> SendResult:
             "send failed (%s): %s",
             result.error_class,
             result.error,
-            extra={"delivery_id": item.delivery_id, "thread": str(item.thread)},
+            extra={"delivery_id": item.delivery_id, "chat": str(item.thread)},
         )
         return result
     return SendResult.sent(str(message.message_id))
