@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_CONFIG = "talon.yaml"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -51,6 +51,26 @@ class ProviderSettings(_Strict):
 
 
 # ---------------------------------------------------------------- channels
+
+
+class PacingSettings(_Strict):
+    """Outbound pacing of a chat channel, below the platform's published limits; 0 turns a
+    limit off (the platform's own 429s are still honoured)."""
+
+    per_second: float = Field(0, ge=0, description="messages per second across the whole channel")
+    per_chat_per_second: float = Field(0, ge=0, description="messages per second into one private chat")
+    group_per_minute: float = Field(0, ge=0, description="messages per minute into one group or channel")
+    burst: int = Field(3, ge=1, le=100, description="messages a chat may get back to back before pacing")
+    max_in_flight: int = Field(16, ge=1, le=256, description="sends waiting for the platform at once")
+
+
+def _pacing(**defaults: float) -> BeforeValidator:
+    """A channel's ``pacing`` keys override its platform defaults one by one."""
+
+    def merge(value: Any) -> Any:
+        return {**defaults, **value} if isinstance(value, dict) else value
+
+    return BeforeValidator(merge)
 
 
 class _ChatChannel(_Strict):
@@ -93,6 +113,10 @@ class TelegramChannel(_ChatChannel):
     poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
     typing_interval: float = Field(4.0, gt=0, description="seconds between typing refreshes")
     watchdog_seconds: float = Field(120.0, gt=0)
+    # Telegram: about 30 messages/s per bot, 1/s per chat, 20/min per group.
+    pacing: Annotated[PacingSettings, _pacing(per_second=30, per_chat_per_second=1, group_per_minute=20)] = (
+        PacingSettings(per_second=30, per_chat_per_second=1, group_per_minute=20)
+    )
 
 
 class SlackChannel(_ChatChannel):
@@ -104,6 +128,10 @@ class SlackChannel(_ChatChannel):
     http_host: str = "127.0.0.1"
     http_port: int = Field(3000, ge=0, le=65535)
     http_path: str = "/slack/events"
+    # Slack: about one message per second per channel.
+    pacing: Annotated[PacingSettings, _pacing(per_chat_per_second=1, group_per_minute=60)] = PacingSettings(
+        per_chat_per_second=1, group_per_minute=60
+    )
 
 
 class DiscordChannel(_ChatChannel):
@@ -113,6 +141,8 @@ class DiscordChannel(_ChatChannel):
     gateway_url: str | None = None
     send_timeout: float = Field(60.0, gt=0, description="seconds per send, rate-limit waits included")
     typing_interval: float = Field(8.0, gt=0, description="seconds between typing refreshes")
+    # Discord: discord.py already waits on Discord's per-route buckets.
+    pacing: PacingSettings = PacingSettings()
 
 
 ChannelSettings = Annotated[

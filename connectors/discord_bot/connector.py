@@ -28,6 +28,7 @@ from connectors.discord_bot.inbound import InboundBuilder, RecentIds
 from connectors.discord_bot.lanes import Lanes
 from connectors.discord_bot.outbound import DiscordSender, request_trace
 from connectors.discord_bot.working import TypingIndicators
+from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
 from gateway.config import DiscordChannel
 
@@ -98,6 +99,7 @@ class DiscordConnector:
         self._policy = ChannelPolicy.from_settings(settings)
         self._sent_ids = RecentIds()
         self._dm_chats: set[str] = set()
+        self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
         self._intake: IntakeHandler | None = None
         self._client: TalonDiscordClient | None = None
         self._builder: InboundBuilder | None = None
@@ -326,7 +328,12 @@ class DiscordConnector:
         sender = self._sender
         if sender is None or self._stopping:
             return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
-        return await sender.send(item)
+        chat = item.thread.chat_id
+        async with self._pacer.slot(chat, group=chat not in self._dm_chats):
+            result = await sender.send(item)
+        if result.retry_after:
+            self._pacer.hold(chat, result.retry_after)
+        return result
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         typing = self._typing

@@ -47,6 +47,7 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
 from connectors.slack.errors import api_error_code, classify_send_error
 from connectors.slack.files import FileDownloader
@@ -131,6 +132,7 @@ class SlackConnector:
         self._names: Recent[str, str] = Recent(1024)
         self._working_locks: KeyedLocks[ThreadKey] = KeyedLocks()
         self._reacted: dict[ThreadKey, str] = {}
+        self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
 
     @property
     def socket_mode(self) -> bool:
@@ -397,9 +399,12 @@ class SlackConnector:
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         try:
-            resp = await web_client.chat_postMessage(**kwargs)
+            async with self._pacer.slot(channel, group=not channel.startswith("D")):
+                resp = await web_client.chat_postMessage(**kwargs)
         except Exception as exc:
             result = classify_send_error(exc)
+            if result.retry_after:
+                self._pacer.hold(channel, result.retry_after)
             log.warning(
                 "%s: delivery %s failed (%s): %s",
                 self.name,

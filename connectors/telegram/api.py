@@ -105,11 +105,13 @@ def make_bot(settings: TelegramChannel, tuning: TelegramTuning, tls: ssl.SSLCont
             httpx_kwargs={"verify": tls},
         )
 
+    # Room for every paced send in flight, plus the typing actions and file downloads.
+    pool = settings.pacing.max_in_flight + 8
     return TelegramBot(
         settings.token,
         base_url=f"{root}/bot",
         base_file_url=f"{root}/file/bot",
-        request=request(32),
+        request=request(pool),
         get_updates_request=request(1),
     )
 

@@ -27,6 +27,7 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
 from connectors.render import render_markdown
 from connectors.telegram.api import (
@@ -42,7 +43,7 @@ from connectors.telegram.api import (
 from connectors.telegram.files import AttachmentFetcher
 from connectors.telegram.inbound import BotIdentity, UpdateReader
 from connectors.telegram.polling import Poller
-from connectors.telegram.sending import chat_ref, send_chunk
+from connectors.telegram.sending import chat_ref, is_private_chat, send_chunk
 from connectors.telegram.webhook import WebhookServer, secret_problem
 from connectors.telegram.working import TypingIndicators
 from gateway.config import TelegramChannel
@@ -74,6 +75,7 @@ class TelegramConnector:
         self._reader: UpdateReader | None = None
         self._poller: Poller | None = None
         self._webhook: WebhookServer | None = None
+        self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
         self._typing = TypingIndicators(
             self._send_typing, interval=self._tuning.typing_interval, max_seconds=self._tuning.typing_max
         )
@@ -230,9 +232,15 @@ class TelegramConnector:
 
     async def send(self, item: OutboundChunk) -> SendResult:
         """Deliver one chunk; failures come back classified, never raised."""
-        if self._bot is None:
+        bot = self._bot
+        if bot is None:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
-        return await send_chunk(self._bot, item)
+        chat = item.thread.chat_id
+        async with self._pacer.slot(chat, group=not is_private_chat(chat)):
+            result = await send_chunk(bot, item)
+        if result.retry_after:
+            self._pacer.hold(chat, result.retry_after)
+        return result
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         """Show ``typing…`` in ``thread`` (refreshed until ``working=False``). Never raises."""

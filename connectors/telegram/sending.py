@@ -51,6 +51,11 @@ def chat_ref(chat_id: str) -> int | str:
         return chat_id
 
 
+def is_private_chat(chat_id: str) -> bool:
+    """Private chats have positive ids; groups and channels negative ids or ``@names``."""
+    return chat_id.isdigit()
+
+
 async def send_chunk(bot: TelegramBot, item: OutboundChunk) -> SendResult:
     """Send ``item.chunk`` as HTML (plain-text fallback on an entity parse error).
 
