@@ -29,6 +29,7 @@ from gateway.runtime.providers.retry import (
     malformed_response,
     run_with_retries,
 )
+from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text, clean_value
 from gateway.runtime.providers.tool_arguments import parse_tool_arguments
 
 
@@ -61,9 +62,9 @@ class AnthropicProvider:
         )
         # Without a key the client is never built, so the SDK cannot fall back to
         # credentials from the environment or a profile on disk.
-        self._client: anthropic.AsyncAnthropic | None = None
+        self._client: _Client | None = None
         if settings.api_key:
-            self._client = anthropic.AsyncAnthropic(
+            self._client = _Client(
                 api_key=settings.api_key,
                 base_url=settings.base_url,
                 timeout=settings.timeout,
@@ -105,7 +106,7 @@ class AnthropicProvider:
 
     async def _attempt(
         self,
-        client: anthropic.AsyncAnthropic,
+        client: _Client,
         params: dict[str, Any],
         remaining: float,
         on_text: TextDelta | None,
@@ -120,6 +121,10 @@ class AnthropicProvider:
                     if text and on_text is not None:
                         tracker.started = True
                         await on_text(text)
+                tail = acc.finish()
+                if tail and on_text is not None:
+                    tracker.started = True
+                    await on_text(tail)
             finally:
                 await stream.close()
         except (anthropic.APITimeoutError, httpx2.TimeoutException):
@@ -138,6 +143,14 @@ class AnthropicProvider:
             detail = f"invalid JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
             raise malformed_response(self.name, detail) from None
         return acc.result(self.name)
+
+
+class _Client(anthropic.AsyncAnthropic):
+    """The SDK's client, reading streams as valid UTF-8 (see
+    :class:`~gateway.runtime.providers.stream_text.ValidUTF8Decoder`)."""
+
+    def _make_sse_decoder(self) -> Any:
+        return ValidUTF8Decoder(super()._make_sse_decoder())
 
 
 def build_params(request: ModelRequest) -> dict[str, Any]:
@@ -202,7 +215,7 @@ class _ToolBlock:
     id: str
     name: str
     start_input: dict[str, Any]
-    json_parts: list[str] = field(default_factory=list)
+    json_parts: TextJoiner = field(default_factory=TextJoiner)
 
 
 @dataclass(slots=True)
@@ -211,7 +224,7 @@ class _Accumulator:
 
     events: int = 0
     finished: bool = False
-    text: list[str] = field(default_factory=list)
+    text: TextJoiner = field(default_factory=TextJoiner)
     tools: dict[int, _ToolBlock] = field(default_factory=dict)
     stop_reason: str | None = None
     input_tokens: int = 0
@@ -234,7 +247,7 @@ class _Accumulator:
                 self.tools[getattr(event, "index", len(self.tools))] = _ToolBlock(
                     id=getattr(block, "id", "") or f"toolu_{len(self.tools)}",
                     name=getattr(block, "name", "") or "",
-                    start_input=start if isinstance(start, dict) else {},
+                    start_input=clean_value(start) if isinstance(start, dict) else {},
                 )
         elif kind == "content_block_delta":
             delta = getattr(event, "delta", None)
@@ -253,9 +266,13 @@ class _Accumulator:
         return ""
 
     def _add_text(self, text: str) -> str:
-        if text:
-            self.text.append(text)
-        return text
+        return self.text.append(text) if text else ""
+
+    def finish(self) -> str:
+        """The stream ended: flush what the joiners hold; returns text still to stream."""
+        for tool in self.tools.values():
+            tool.json_parts.finish()
+        return self.text.finish()
 
     def _usage(self, usage: Any) -> None:
         if usage is None:
@@ -278,17 +295,15 @@ class _Accumulator:
             raise RetryableFailure(f"model provider {provider!r}: the stream ended before message_stop")
         calls = tuple(
             ToolCall(
-                id=tool.id,
-                name=tool.name,
-                arguments=parse_tool_arguments("".join(tool.json_parts))
-                if tool.json_parts
-                else tool.start_input,
+                id=clean_text(tool.id),
+                name=clean_text(tool.name),
+                arguments=parse_tool_arguments(tool.json_parts.text) if tool.json_parts else tool.start_input,
             )
             for _, tool in sorted(self.tools.items())
         )
         stop = self.stop_reason or ("tool_use" if calls else "end_turn")
         return ModelResponse(
-            text="".join(self.text),
+            text=self.text.text,
             tool_calls=calls,
             stop_reason=stop,
             usage=Usage(self.input_tokens, self.output_tokens),

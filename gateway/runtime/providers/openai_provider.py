@@ -32,6 +32,7 @@ from gateway.runtime.providers.retry import (
     malformed_response,
     run_with_retries,
 )
+from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text
 from gateway.runtime.providers.tool_arguments import parse_tool_arguments
 
 OFFICIAL_HOST = "api.openai.com"
@@ -73,7 +74,7 @@ class OpenAIProvider:
         self._policy = RetryPolicy(
             max_retries=settings.max_retries, backoff_base=backoff_base, retry_after_cap=retry_after_cap
         )
-        self._client = openai.AsyncOpenAI(
+        self._client = _Client(
             api_key=settings.api_key or "none",
             base_url=settings.base_url,
             timeout=settings.timeout,
@@ -125,6 +126,10 @@ class OpenAIProvider:
                     if text and on_text is not None:
                         tracker.started = True
                         await on_text(text)
+                tail = acc.finish()
+                if tail and on_text is not None:
+                    tracker.started = True
+                    await on_text(tail)
             finally:
                 await stream.close()
         except (openai.APITimeoutError, httpx2.TimeoutException):
@@ -146,6 +151,14 @@ class OpenAIProvider:
             # An error object inside a 200 stream.
             raise classify_status(self.name, 200, exc.message, error_type=exc.type or exc.code) from None
         return acc.result(self.name)
+
+
+class _Client(openai.AsyncOpenAI):
+    """The SDK's client, reading streams as valid UTF-8 (see
+    :class:`~gateway.runtime.providers.stream_text.ValidUTF8Decoder`)."""
+
+    def _make_sse_decoder(self) -> Any:
+        return ValidUTF8Decoder(super()._make_sse_decoder())
 
 
 def build_params(request: ModelRequest, *, max_tokens_key: str = "max_tokens") -> dict[str, Any]:
@@ -208,7 +221,7 @@ def to_openai_messages(
 class _ToolCallParts:
     id: str = ""
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
+    arguments: TextJoiner = field(default_factory=TextJoiner)
 
 
 @dataclass(slots=True)
@@ -216,7 +229,7 @@ class _Accumulator:
     """Folds streamed chunks into one response."""
 
     chunks: int = 0
-    text: list[str] = field(default_factory=list)
+    text: TextJoiner = field(default_factory=TextJoiner)
     calls: dict[int, _ToolCallParts] = field(default_factory=dict)
     finish_reason: str | None = None
     input_tokens: int = 0
@@ -237,8 +250,7 @@ class _Accumulator:
             delta = getattr(choice, "delta", None)
             content = getattr(delta, "content", None)
             if isinstance(content, str) and content:
-                self.text.append(content)
-                text += content
+                text += self.text.append(content)
             for position, part in enumerate(getattr(delta, "tool_calls", None) or ()):
                 self._add_call_part(position, part)
         return text
@@ -253,6 +265,12 @@ class _Accumulator:
         if isinstance(arguments, str):
             call.arguments.append(arguments)
 
+    def finish(self) -> str:
+        """The stream ended: flush what the joiners hold; returns text still to stream."""
+        for call in self.calls.values():
+            call.arguments.finish()
+        return self.text.finish()
+
     def result(self, provider: str) -> ModelResponse:
         if self.chunks == 0:
             raise malformed_response(provider, "the response held no stream chunks")
@@ -260,9 +278,9 @@ class _Accumulator:
             raise RetryableFailure(f"model provider {provider!r}: the stream ended before a finish_reason")
         calls = tuple(
             ToolCall(
-                id=call.id or f"call_{index}",
-                name=call.name,
-                arguments=parse_tool_arguments("".join(call.arguments)),
+                id=clean_text(call.id) or f"call_{index}",
+                name=clean_text(call.name),
+                arguments=parse_tool_arguments(call.arguments.text),
             )
             for index, call in sorted(self.calls.items())
         )
@@ -271,7 +289,7 @@ class _Accumulator:
             # Some compatible servers report "stop" even when they called tools.
             stop = "tool_use"
         return ModelResponse(
-            text="".join(self.text),
+            text=self.text.text,
             tool_calls=calls,
             stop_reason=stop,
             usage=Usage(self.input_tokens, self.output_tokens),

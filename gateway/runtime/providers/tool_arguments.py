@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+from gateway.runtime.providers.stream_text import clean_text, clean_value
 
 INVALID_JSON_KEY = "__invalid_json__"
 """Key under which unparseable arguments are passed on, so the tool layer can tell the model."""
+
+# The escapes through which JSON text that is itself valid decodes to a lone surrogate or NUL.
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 def parse_tool_arguments(raw: str) -> dict[str, Any]:
@@ -14,11 +20,16 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
 
     Empty text means "no arguments". Anything that is not a JSON object comes back as
     ``{"__invalid_json__": raw}`` rather than raising: the turn goes on and the tool layer
-    answers with an error the model can correct.
+    answers with an error the model can correct. Strings in the result are valid text: a
+    lone ``\\ud83d`` escape decodes to a surrogate no encoder accepts and ``\\u0000`` to NUL;
+    both become U+FFFD, as in streamed text (see
+    :func:`~gateway.runtime.providers.stream_text.clean_text`).
 
     Args:
-        raw (:obj:`str`): The concatenated argument fragments.
+        raw (:obj:`str`): The argument fragments, joined by a
+            :class:`~gateway.runtime.providers.stream_text.TextJoiner`.
     """
+    raw = clean_text(raw)
     if not raw.strip():
         return {}
     try:
@@ -27,4 +38,4 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
         return {INVALID_JSON_KEY: raw}
     if not isinstance(value, dict):
         return {INVALID_JSON_KEY: raw}
-    return value
+    return clean_value(value) if _SUSPECT_ESCAPE.search(raw) else value
