@@ -6,7 +6,7 @@ import json
 import uuid
 from typing import Any
 
-from tests.fakes.model_script import Call, Error, Reply, estimate_tokens
+from tests.fakes.model_script import Call, Error, Reply, estimate_tokens, json_bytes
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -96,7 +96,10 @@ def _tool_id(call: Call) -> str:
 
 
 def _arguments_json(call: Call) -> str:
-    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+    # Models write arguments as UTF-8 text, not \u escapes.
+    return (
+        call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
+    )
 
 
 def _usage(reply: Reply, body: dict[str, Any]) -> tuple[int, int]:
@@ -179,10 +182,9 @@ def stream_events(reply: Reply, body: dict[str, Any]) -> list[tuple[str, dict[st
         events.append(
             ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
         )
-        raw = _arguments_json(call)
         # Fragments cut mid-token, as the real API does.
-        for start in range(0, len(raw), 7):
-            delta = {"type": "input_json_delta", "partial_json": raw[start : start + 7]}
+        for piece in reply.argument_deltas(_arguments_json(call)):
+            delta = {"type": "input_json_delta", "partial_json": piece}
             events.append(
                 ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
             )
@@ -208,8 +210,8 @@ def error_stream_events(error: Error, body: dict[str, Any]) -> list[tuple[str, d
     return [_message_start(body, 1), ("error", error_body(error_type(error), message))]
 
 
-def encode_event(name: str, data: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+def encode_event(name: str, data: dict[str, Any], *, raw_utf8: bool = False) -> bytes:
+    return f"event: {name}\ndata: ".encode() + json_bytes(data, raw_utf8=raw_utf8) + b"\n\n"
 
 
 BROKEN_STREAM = b'event: message_start\ndata: {"type": "message_start", "message": {"id": \n\n'

@@ -16,15 +16,21 @@ answers (``echo_responder`` by default). Requests the real API would reject (a
 ``tool_result`` without its ``tool_use``, a ``tool`` message without its ``tool_calls``)
 get the API's 400 without using up a step.
 
+A scripted reply can be streamed cut anywhere: ``Reply(text=..., utf16_cuts=EVERY_UNIT)``
+splits surrogate pairs between deltas, ``raw_utf8`` sends UTF-8 instead of ``\\u`` escapes,
+``cut_characters`` ends network writes inside characters, and ``bytes`` in ``chunks`` send
+invalid UTF-8 (see :class:`~tests.fakes.model_script.Reply`).
+
 Run standalone for a daemon in another process::
 
-    python -m tests.fakes.model_api --kind anthropic --port-file PATH [--delay S]
+    python -m tests.fakes.model_api --kind anthropic --port-file PATH [--delay S] [--split]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -37,6 +43,7 @@ from aiohttp import web
 
 from tests.fakes import model_anthropic, model_openai
 from tests.fakes.model_script import (
+    EVERY_UNIT,
     Call,
     Disconnect,
     Error,
@@ -46,9 +53,11 @@ from tests.fakes.model_script import (
     Step,
     delayed,
     echo_responder,
+    split_everywhere,
 )
 
 __all__ = [
+    "EVERY_UNIT",
     "Call",
     "Disconnect",
     "Error",
@@ -147,7 +156,8 @@ class _FakeModelAPI:
             headers = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
             return self._json(step.status, self._error_body(step), headers)
         if streaming:
-            return await self._send_stream(request, self._stream(step, body), step.chunk_delay)
+            events = self._stream(step, body)
+            return await self._send_stream(request, events, step.chunk_delay, step.cut_characters)
         return self._json(200, self._complete(step, body))
 
     @staticmethod
@@ -164,13 +174,16 @@ class _FakeModelAPI:
         return response
 
     async def _send_stream(
-        self, request: web.Request, events: list[bytes], gap: float = 0.0
+        self, request: web.Request, events: list[bytes], gap: float = 0.0, cut_characters: bool = False
     ) -> web.StreamResponse:
         response = await self._open_stream(request)
         for i, event in enumerate(events):
             if gap and i:
                 await asyncio.sleep(gap)
-            await response.write(event)
+            for n, piece in enumerate(_cut_inside_characters(event) if cut_characters else [event]):
+                if n:
+                    await asyncio.sleep(0.001)  # the client reads the piece before the next arrives
+                await response.write(piece)
         await response.write_eof()
         return response
 
@@ -222,6 +235,13 @@ class _FakeModelAPI:
         raise NotImplementedError
 
 
+def _cut_inside_characters(data: bytes) -> list[bytes]:
+    """``data`` cut after the first byte of every multi-byte UTF-8 character."""
+    cuts = [i + 1 for i, byte in enumerate(data) if byte >= 0xC0]
+    bounds = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(bounds) if a < b]
+
+
 class FakeAnthropic(_FakeModelAPI):
     """``POST /v1/messages``; ``base_url`` is the server root, as the SDK expects."""
 
@@ -239,7 +259,10 @@ class FakeAnthropic(_FakeModelAPI):
         return model_anthropic.error_body(model_anthropic.error_type(error), message)
 
     def _stream(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
-        return [model_anthropic.encode_event(n, d) for n, d in model_anthropic.stream_events(reply, body)]
+        return [
+            model_anthropic.encode_event(n, d, raw_utf8=reply.raw_utf8)
+            for n, d in model_anthropic.stream_events(reply, body)
+        ]
 
     def _error_stream(self, error: Error, body: dict[str, Any]) -> list[bytes]:
         return [
@@ -267,7 +290,10 @@ class FakeOpenAI(_FakeModelAPI):
         return model_openai.error_body(error)
 
     def _stream(self, reply: Reply, body: dict[str, Any]) -> list[bytes]:
-        chunks = [model_openai.encode_chunk(c) for c in model_openai.stream_chunks(reply, body)]
+        chunks = [
+            model_openai.encode_chunk(c, raw_utf8=reply.raw_utf8)
+            for c in model_openai.stream_chunks(reply, body)
+        ]
         return [*chunks, model_openai.encode_chunk("[DONE]")]
 
     def _error_stream(self, error: Error, body: dict[str, Any]) -> list[bytes]:
@@ -289,10 +315,17 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 async def serve(
-    kind: str, port_file: Path, *, delay: float = 0.0, max_seconds: float = 600.0, port: int = 0
+    kind: str,
+    port_file: Path,
+    *,
+    delay: float = 0.0,
+    max_seconds: float = 600.0,
+    port: int = 0,
+    split: bool = False,
 ) -> None:
     """Serve the echo responder until SIGTERM/SIGINT or ``max_seconds``; write the base URL to ``port_file``."""
-    responder = delayed(echo_responder, delay) if delay else echo_responder
+    responder = split_everywhere(echo_responder) if split else echo_responder
+    responder = delayed(responder, delay) if delay else responder
     fake: _FakeModelAPI = (FakeAnthropic if kind == "anthropic" else FakeOpenAI)(
         responder=responder, port=port
     )
@@ -319,9 +352,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply starts")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="stream replies cut at every UTF-16 code unit, as raw UTF-8, with writes cut inside characters",
+    )
     args = parser.parse_args(argv)
     asyncio.run(
-        serve(args.kind, args.port_file, delay=args.delay, max_seconds=args.max_seconds, port=args.port)
+        serve(
+            args.kind,
+            args.port_file,
+            delay=args.delay,
+            max_seconds=args.max_seconds,
+            port=args.port,
+            split=args.split,
+        )
     )
 
 

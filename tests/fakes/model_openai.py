@@ -7,7 +7,7 @@ import time
 import uuid
 from typing import Any
 
-from tests.fakes.model_script import Call, Error, Reply, estimate_tokens
+from tests.fakes.model_script import Call, Error, Reply, estimate_tokens, json_bytes
 
 ERROR_TYPES = {
     400: ("invalid_request_error", None),
@@ -78,7 +78,10 @@ def _call_id(call: Call) -> str:
 
 
 def _arguments_json(call: Call) -> str:
-    return call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+    # Models write arguments as UTF-8 text, not \u escapes.
+    return (
+        call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
+    )
 
 
 def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, int]:
@@ -148,9 +151,8 @@ def stream_chunks(reply: Reply, body: dict[str, Any]) -> list[dict[str, Any]]:
             "function": {"name": call.name, "arguments": ""},
         }
         chunks.append(chunk({"tool_calls": [first]}))
-        raw = _arguments_json(call)
-        for start in range(0, len(raw), 7):
-            part = {"index": index, "function": {"arguments": raw[start : start + 7]}}
+        for piece in reply.argument_deltas(_arguments_json(call)):
+            part = {"index": index, "function": {"arguments": piece}}
             chunks.append(chunk({"tool_calls": [part]}))
     chunks.append(chunk({}, _finish_reason(reply)))
     if include_usage:
@@ -164,9 +166,9 @@ def error_stream_chunks(error: Error, body: dict[str, Any]) -> list[dict[str, An
     return [*start, error_body(error)]
 
 
-def encode_chunk(data: dict[str, Any] | str) -> bytes:
-    payload = data if isinstance(data, str) else json.dumps(data)
-    return f"data: {payload}\n\n".encode()
+def encode_chunk(data: dict[str, Any] | str, *, raw_utf8: bool = False) -> bytes:
+    payload = data.encode() if isinstance(data, str) else json_bytes(data, raw_utf8=raw_utf8)
+    return b"data: " + payload + b"\n\n"
 
 
 BROKEN_STREAM = b'data: {"id": "chatcmpl-broken", "choices": [{"index": 0, "delta": {"content": \n\n'
