@@ -16,16 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.jsonsafe import JSONInputError, loads, read_line
 from tools.bridge import ENV_PERSONA, ENV_RUN_ID, ENV_SECRET, ENV_SOCKET, ENV_THREAD
 from tools.bridge_server import MAX_LINE
 
 __all__ = ["BridgeClient", "BridgeCredentials", "BridgeUnavailableError", "credentials_from_env"]
 
 _ENV_NAMES = (ENV_SOCKET, ENV_RUN_ID, ENV_SECRET, ENV_THREAD, ENV_PERSONA)
+# A reply carries a tool's result, which may be larger than any request.
+_REPLY_LIMIT = MAX_LINE * 4
 
 
 class BridgeUnavailableError(Exception):
-    """The daemon's bridge socket cannot be reached (or the connection was lost)."""
+    """The daemon's bridge socket cannot be reached, the connection was lost, or a reply
+    could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,7 @@ class BridgeClient:
                 return
             try:
                 self._reader, self._writer = await asyncio.open_unix_connection(
-                    str(self.credentials.socket), limit=MAX_LINE * 4
+                    str(self.credentials.socket), limit=_REPLY_LIMIT
                 )
             except (FileNotFoundError, ConnectionRefusedError) as exc:
                 raise BridgeUnavailableError(
@@ -172,15 +176,27 @@ class BridgeClient:
     async def _receive(self, reader: asyncio.StreamReader) -> None:
         error: Exception = BridgeUnavailableError("the daemon closed the bridge connection")
         try:
-            while line := await reader.readline():
+            while True:
                 try:
-                    reply = json.loads(line)
-                except ValueError:
+                    line = await read_line(reader, _REPLY_LIMIT)
+                    if line is None:
+                        break
+                    if not line.strip():
+                        continue
+                    reply = loads(line, max_bytes=_REPLY_LIMIT)
+                except JSONInputError as exc:
+                    # Whose reply it was cannot be known: every waiting request fails now
+                    # rather than wait out its timeout. The framing is intact, so the
+                    # connection goes on.
+                    self._fail_pending(
+                        BridgeUnavailableError(f"the bridge sent a reply that cannot be read: {exc}")
+                    )
                     continue
-                future = self._pending.get(reply.get("id")) if isinstance(reply, dict) else None
+                rid = reply.get("id") if isinstance(reply, dict) else None
+                future = self._pending.get(rid) if isinstance(rid, int) else None
                 if future is not None and not future.done():
                     future.set_result(reply)
-        except (ConnectionError, ValueError) as exc:
+        except ConnectionError as exc:
             error = BridgeUnavailableError(f"lost the bridge connection: {exc}")
         finally:
             self._fail_pending(error)

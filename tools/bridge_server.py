@@ -15,9 +15,9 @@ tool ``instructions``) is answered by one line carrying the same ``id``::
     {"id": 9, "ok": false, "code": "unauthorized", "error": "the secret does not match the run"}
 
 Requests on one connection run concurrently (up to :data:`MAX_IN_FLIGHT`); replies may
-come out of order. Malformed requests get an error reply; a line longer than
-:data:`MAX_LINE` gets one and the connection is closed. Nothing a client sends can stop
-the server.
+come out of order. Malformed, deeply nested or oversized requests (a line longer than
+:data:`MAX_LINE`) get an error reply and the connection goes on with the next line.
+Nothing a client sends can stop the server.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from gateway.jsonsafe import JSONInputError, loads, read_line
 from tools.bridge import Bridge, BridgeAuthError
 
 __all__ = ["MAX_LINE", "SOCKET_NAME", "BridgeServer"]
@@ -124,15 +125,15 @@ class BridgeServer:
         try:
             while True:
                 try:
-                    line = await reader.readline()
-                except ValueError:
-                    await send(_error(None, "too_large", f"request line longer than {self.max_line} bytes"))
-                    break
-                if not line:
+                    line = await read_line(reader, self.max_line)
+                except JSONInputError as exc:
+                    await send(_error(None, "too_large", f"request {exc}"))
+                    continue
+                if line is None:
                     break
                 if not line.strip():
                     continue
-                request = _parse(line)
+                request = _parse(line, self.max_line)
                 if isinstance(request, str):
                     await send(_error(None, "bad_request", request))
                     continue
@@ -196,12 +197,12 @@ class BridgeServer:
         }
 
 
-def _parse(line: bytes) -> dict[str, Any] | str:
+def _parse(line: bytes, max_line: int) -> dict[str, Any] | str:
     """The request object, or why it is malformed."""
     try:
-        request = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
-        return f"malformed request: not JSON ({exc.__class__.__name__})"
+        request = loads(line, max_bytes=max_line)
+    except JSONInputError as exc:
+        return f"malformed request: {exc}"
     if not isinstance(request, dict):
         return "malformed request: a request is a JSON object"
     return request

@@ -124,9 +124,10 @@ async def test_malformed_lines_get_errors_and_the_server_keeps_serving(bridge_en
     await _still_serving(bridge_env)
 
 
-async def test_an_oversized_line_is_refused_and_the_connection_closed(bridge_env: BridgeEnv) -> None:
-    replies = await _raw(bridge_env, b"x" * (MAX_LINE + 10) + b"\n", expect=2)
-    assert [r["code"] for r in replies] == ["too_large"]
+async def test_an_oversized_line_is_refused_and_the_connection_goes_on(bridge_env: BridgeEnv) -> None:
+    listing = json.dumps({"id": 1, "op": "list"}).encode() + b"\n"
+    replies = await _raw(bridge_env, b"x" * (MAX_LINE + 10) + b"\n", listing, expect=2)
+    assert [r["code"] for r in replies] == ["too_large", "unauthorized"]
     await _still_serving(bridge_env)
 
 
