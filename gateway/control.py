@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from connectors.base import IntakeStatus
 from connectors.console import ConsoleConnector
 from gateway.events import EventBus
+from gateway.jsonsafe import JSONInputError, loads, read_line
 
 log = logging.getLogger("talon.control")
 
@@ -88,13 +89,17 @@ class ControlServer:
             await writer.drain()
 
         try:
-            while line := await reader.readline():
+            while True:
                 try:
-                    request = json.loads(line)
-                    if not isinstance(request, dict):
-                        raise ValueError("a request is a JSON object")
-                except ValueError as exc:
+                    line = await read_line(reader, MAX_LINE)
+                    if line is None:
+                        break
+                    request = loads(line, max_bytes=MAX_LINE)
+                except JSONInputError as exc:  # the framing is intact: the next line is served
                     await reply({"type": "error", "error": f"malformed request: {exc}"})
+                    continue
+                if not isinstance(request, dict):
+                    await reply({"type": "error", "error": "malformed request: a request is a JSON object"})
                     continue
                 try:
                     await self._handle(request, reply)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.control import MAX_LINE, SOCKET_NAME
+from gateway.jsonsafe import JSONInputError, loads, read_line
 
 
 class DaemonNotRunningError(Exception):
@@ -39,15 +40,27 @@ class ControlClient:
                 pass
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        """Send one request; yield replies until ``done`` or ``error`` (inclusive)."""
+        """Send one request; yield replies until ``done`` or ``error`` (inclusive).
+
+        A reply line that cannot be read ends the stream with an ``error`` reply saying why,
+        and closes the connection: what follows could not be told apart from the replies
+        to a next request.
+        """
         assert self._reader and self._writer
         self._writer.write(json.dumps(request).encode() + b"\n")
         await self._writer.drain()
         while True:
-            line = await self._reader.readline()
-            if not line:
-                raise ConnectionError("the daemon closed the connection")
-            reply = json.loads(line)
+            try:
+                line = await read_line(self._reader, MAX_LINE)
+                if line is None:
+                    raise ConnectionError("the daemon closed the connection")
+                reply = loads(line, max_bytes=MAX_LINE)
+                if not isinstance(reply, dict):
+                    raise JSONInputError("a reply is a JSON object")
+            except JSONInputError as exc:
+                self._writer.close()
+                yield {"type": "error", "error": f"unreadable reply from the daemon: {exc}"}
+                return
             yield reply
             if reply.get("type") in ("done", "error"):
                 return
