@@ -14,11 +14,14 @@ from typing import Any
 from aiohttp import web
 
 from connectors.telegram.polling import UpdateHandler
+from gateway.jsonsafe import JSONInputError, loads
 
 log = logging.getLogger("talon.connectors.telegram")
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _SECRET_CHARS = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+# An update is a few kilobytes; a larger body is answered 413 before it is read.
+MAX_BODY = 1024 * 1024
 
 
 def secret_problem(secret: str | None) -> str | None:
@@ -55,7 +58,7 @@ class WebhookServer:
 
     async def start(self) -> None:
         """Bind and serve; raises ``OSError`` when the address is unavailable."""
-        app = web.Application(client_max_size=1024 * 1024)
+        app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post(self._path, self._on_update)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
         await runner.setup()
@@ -79,9 +82,9 @@ class WebhookServer:
             )
             return web.Response(status=403, text="forbidden")
         try:
-            raw: Any = await request.json()
-        except ValueError:
-            return web.Response(status=400, text="body must be JSON")
+            raw: Any = loads(await request.read(), max_bytes=MAX_BODY)
+        except JSONInputError as exc:
+            return web.Response(status=400, text=f"body must be JSON: {exc}")
         if not isinstance(raw, dict):
             return web.Response(status=400, text="body must be a JSON object")
         try:
