@@ -5,7 +5,9 @@ intake) finishes before Bolt produces its response. In Socket Mode the receiver 
 envelopes from slack_sdk's ``SocketModeClient`` itself and acks one only when Bolt's
 response is not a 5xx: a listener that raises :class:`IntakeFailed` leaves the envelope
 unacked and Slack redelivers it. In HTTP mode the same 500 makes Slack retry the request.
-Bolt verifies the request signature (``signing_secret``) and answers ``url_verification``.
+In HTTP mode the request signature (``signing_secret``) is verified before the body is
+parsed (401 when it is wrong); a signed body that is not acceptable JSON is answered 400,
+one larger than :data:`MAX_EVENT_BYTES` 413. Bolt answers ``url_verification``.
 """
 
 from __future__ import annotations
@@ -13,25 +15,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import aiohttp
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.internals import build_headers
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from connectors.base import ConnectorHealth, ConnectorStartError
 from connectors.slack.errors import api_error_code
-from connectors.slack.socket import Backoff, BackoffSocketModeClient
+from connectors.slack.socket import MAX_EVENT_BYTES, Backoff, BackoffSocketModeClient
 from gateway.config import SlackChannel
+from gateway.jsonsafe import JSONInputError, loads
 
 log = logging.getLogger("talon.slack")
 
@@ -82,6 +87,7 @@ class EventReceiver:
         self._ping_interval = ping_interval
         self._backoff = backoff
         self._app = self._build_app(bolt_client)
+        self._verifier: SignatureVerifier | None = None  # HTTP mode only
         self._socket: BackoffSocketModeClient | None = None
         self._runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -134,7 +140,8 @@ class EventReceiver:
             authorize=authorize,
             signing_secret=self.settings.signing_secret or "",
             process_before_response=True,
-            request_verification_enabled=not self.socket_mode,
+            # Signatures are verified by _on_http, before the body is parsed.
+            request_verification_enabled=False,
         )
         app.error(self._on_bolt_error)
         app.event("message")(self._on_message_event)
@@ -258,7 +265,8 @@ class EventReceiver:
                 f"{self.name}: without app_token Slack events arrive over HTTP, which needs signing_secret; "
                 "set SLACK_SIGNING_SECRET (app settings > Basic Information) or SLACK_APP_TOKEN for Socket Mode"
             )
-        webapp = web.Application()
+        self._verifier = SignatureVerifier(settings.signing_secret)
+        webapp = web.Application(client_max_size=MAX_EVENT_BYTES)
         webapp.router.add_post(settings.http_path, self._on_http)
         runner = web.AppRunner(webapp, access_log=None)
         await runner.setup()
@@ -278,8 +286,54 @@ class EventReceiver:
     async def _on_http(self, request: web.Request) -> web.Response:
         if self._stopping:
             return web.Response(status=503)
-        response = await self._app.async_dispatch(await to_bolt_request(request))
-        return await to_aiohttp_response(response)
+        body = _utf8(await request.read())  # aiohttp answers 413 past client_max_size
+        if body is None or not self._signed(body, request.headers):
+            return web.json_response({"error": "invalid request"}, status=401)
+        problem = _body_problem(body, request.content_type)
+        if problem is not None:
+            log.warning("refused a signed Slack request: %s", problem, extra={"channel": self.name})
+            return web.json_response({"error": problem}, status=400)
+        bolt_request = AsyncBoltRequest(
+            body=body,
+            query=request.query_string,
+            headers=request.headers,  # type: ignore[arg-type]
+        )
+        return await to_aiohttp_response(await self._app.async_dispatch(bolt_request))
+
+    def _signed(self, body: str, headers: Mapping[str, str]) -> bool:
+        assert self._verifier is not None
+        try:
+            return self._verifier.is_valid(
+                body, headers.get("X-Slack-Request-Timestamp"), headers.get("X-Slack-Signature")
+            )
+        except ValueError:  # a timestamp that is not a number
+            return False
+
+
+def _utf8(raw: bytes) -> str | None:
+    """The body as text; None when it is not UTF-8 (Slack signs text, so it cannot be signed)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _body_problem(body: str, content_type: str) -> str | None:
+    """Why Bolt could not use ``body``, or None.
+
+    Looks for JSON where Bolt does (``slack_bolt.request.internals.parse_body``): the whole
+    body when it is JSON, else a form's ``payload`` field; other forms have none.
+    """
+    document: str | None = body
+    if body and content_type != "application/json" and not body.startswith("{"):
+        document = dict(parse_qsl(body, keep_blank_values=True)).get("payload") if "payload" in body else None
+    if not document:
+        return None
+    try:
+        value = loads(document, max_bytes=MAX_EVENT_BYTES)
+    except JSONInputError as exc:
+        return f"body must be JSON: {exc}"
+    return None if isinstance(value, dict) else "body must be a JSON object"
 
 
 def _well_formed(kind: str, payload: Any) -> bool:

@@ -4,7 +4,8 @@ The SDK client reconnects by itself (on a close frame, a stale ping or Slack's
 ``disconnect`` message) by asking ``apps.connections.open`` for a new websocket URL. This
 subclass spaces those requests out with capped, jittered exponential backoff while they
 keep failing, and reports the connection state so the connector can surface it in
-``health``.
+``health``. It also decodes each message with the bounded JSON decoder: a malformed,
+oversized or deeply nested one is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
+
+from gateway.jsonsafe import JSONInputError, loads
+
+# An event is a few kilobytes; the same cap holds over Socket Mode and HTTP.
+MAX_EVENT_BYTES = 1 << 20
 
 
 @dataclass(slots=True)
@@ -52,6 +58,7 @@ class BackoffSocketModeClient(SocketModeClient):
         super().__init__(**kwargs)
         self._backoff = backoff
         self._on_problem = on_problem
+        self._listening: set[asyncio.Future[None]] = set()
 
     async def issue_new_wss_url(self) -> str:
         delay = self._backoff.next_delay()
@@ -65,6 +72,23 @@ class BackoffSocketModeClient(SocketModeClient):
             raise
         self._backoff.reset()
         return url
+
+    async def process_message(self) -> None:
+        """Decode the next queued message and hand it to the listeners, as the SDK does,
+        but with :func:`gateway.jsonsafe.loads` instead of an unbounded ``json.loads``."""
+        raw = await self.message_queue.get()
+        if raw is None:
+            return
+        try:
+            message = loads(raw, max_bytes=MAX_EVENT_BYTES) if raw.startswith("{") else {}
+        except JSONInputError as exc:
+            # Its envelope id is unreadable, so it cannot be acked: Slack redelivers it.
+            self.logger.warning("skipped a Socket Mode message: %s", exc)
+            return
+        # Listeners run concurrently, as in the SDK: a slow one never holds up the next message.
+        listening = asyncio.ensure_future(self.run_message_listeners(message, raw))
+        self._listening.add(listening)
+        listening.add_done_callback(self._listening.discard)
 
 
 def _short(exc: BaseException) -> str:
