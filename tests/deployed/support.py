@@ -1,0 +1,145 @@
+"""Run Talon as users deploy it: ``talon run`` as a subprocess at the default log level,
+each platform and model stand-in in a process of its own.
+
+Fakes are started with ``python -m <module> --port-file PATH ...`` and write a JSON line
+(at least ``url``) to that file once listening. Everything binds 127.0.0.1 and every
+process is bounded in time (``--max-seconds``) and stopped by the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from tests.e2e.daemon import Daemon, talon_env
+
+# What a log must never contain: a failure inside logging itself, or an unhandled error.
+LOG_FAILURES = re.compile(r"--- Logging error ---|Traceback \(most recent call last\)|KeyError")
+
+
+class FakeProcess:
+    """A stand-in server in its own process; ``info`` is what it wrote to its port file."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, info: dict[str, Any], log: Path) -> None:
+        self.proc = proc
+        self.info = info
+        self.log = log
+
+    @property
+    def url(self) -> str:
+        return str(self.info["url"])
+
+    async def stop(self) -> None:
+        if self.proc.returncode is None:
+            self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+@asynccontextmanager
+async def fake_process(
+    module: str, tmp: Path, *args: str, max_seconds: float = 600
+) -> AsyncIterator[FakeProcess]:
+    name = module.rsplit(".", 2)[-2] if module.endswith("standalone") else module.rsplit(".", 1)[-1]
+    port_file = tmp / f"{name}.port"
+    log = tmp / f"{name}.log"
+    with log.open("ab") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            module,
+            "--port-file",
+            str(port_file),
+            "--max-seconds",
+            str(max_seconds),
+            *args,
+            stdout=out,
+            stderr=out,
+        )
+    fake: FakeProcess | None = None
+    try:
+        async with asyncio.timeout(20):
+            while not port_file.exists():
+                if proc.returncode is not None:
+                    raise RuntimeError(f"{module} exited {proc.returncode}:\n{log.read_text()}")
+                await asyncio.sleep(0.05)
+        text = port_file.read_text().strip()
+        info = json.loads(text) if text.startswith("{") else {"url": text}
+        fake = FakeProcess(proc, info, log)
+        yield fake
+    finally:
+        if fake is None:
+            proc.kill()
+            await proc.wait()
+        else:
+            await fake.stop()
+
+
+def write_deployed_config(
+    root: Path, *, model_url: str, channels: list[dict[str, Any]], **extra: Any
+) -> Path:
+    """A bot folder as ``talon init`` would lay it out, every channel bound to ``assistant``
+    on the OpenAI-compatible stand-in. Nothing else is tuned unless ``extra`` says so."""
+    config: dict[str, Any] = {
+        "data_dir": "data",
+        "providers": {"local": {"type": "openai", "base_url": model_url, "api_key": "none"}},
+        "channels": channels,
+        "bindings": [{"channel": c["name"], "persona": "assistant"} for c in channels],
+        **extra,
+    }
+    (root / "talon.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    persona = root / "personas" / "assistant"
+    persona.mkdir(parents=True, exist_ok=True)
+    (persona / "persona.yaml").write_text(yaml.safe_dump({"model": "local:test-model"}), encoding="utf-8")
+    (persona / "system.md").write_text("# Assistant\n\nYou are a helpful assistant.\n", encoding="utf-8")
+    return root / "talon.yaml"
+
+
+@asynccontextmanager
+async def deployed_daemon(config: Path) -> AsyncIterator[Daemon]:
+    daemon = Daemon(config, talon_env())
+    async with daemon:
+        await daemon.start(config.parent / "data", ready_timeout=60)
+        yield daemon
+
+
+async def get_json(url: str) -> Any:
+    async with aiohttp.ClientSession() as session, session.get(url) as resp:
+        resp.raise_for_status()
+        return await resp.json()
+
+
+async def post_json(url: str, body: Any) -> Any:
+    async with aiohttp.ClientSession() as session, session.post(url, json=body) as resp:
+        resp.raise_for_status()
+        return await resp.json()
+
+
+def outbox_rows(data_dir: Path) -> list[dict[str, Any]]:
+    """The outbox as the daemon left it (read-only; the daemon may still be running)."""
+    conn = sqlite3.connect(f"file:{data_dir / 'talon.db'}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute("SELECT chat_id, status, text, plain, error FROM outbox")]
+    finally:
+        conn.close()
+
+
+def log_failures(text: str) -> list[str]:
+    lines = text.splitlines()
+    return [
+        "\n".join(lines[max(0, i - 2) : i + 8]) for i, line in enumerate(lines) if LOG_FAILURES.search(line)
+    ]
