@@ -10,6 +10,11 @@ derived table that holds only the caller's rows::
 The user's ``?`` placeholders become named parameters ``:__p1``, ``:__p2``... (numbered in the
 order they appear in the text), so the scope values are named parameters the caller can never
 bind or override. Only the regenerated SQL is ever executed, never the text the caller sent.
+
+SQLite runs ``instr``, ``replace`` and two-argument ``trim`` in time proportional to the length
+of the text times the length of what is searched for, inside one VM instruction that no
+deadline can stop. Their search argument is therefore wrapped in :data:`SIZE_CHECK_FUNCTION`
+(registered by :mod:`tools.db_query`), which refuses one longer than the limits below.
 """
 
 from __future__ import annotations
@@ -33,11 +38,16 @@ __all__ = [
     "ALLOWED_TABLES",
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
+    "MAX_NEEDLE_BYTES",
+    "MAX_PATTERN_BYTES",
     "MAX_SQL_CHARS",
+    "MAX_VALUE_BYTES",
     "PERSONA_PARAM",
+    "SIZE_CHECK_FUNCTION",
     "THREAD_PARAM",
     "PreparedQuery",
     "prepare_query",
+    "search_argument_refusal",
 ]
 
 DIALECT = "sqlite"
@@ -48,6 +58,17 @@ DEFAULT_LIMIT = 100
 THREAD_PARAM = "__talon_thread"
 PERSONA_PARAM = "__talon_persona"
 _USER_PARAM = "__p{}"
+# The largest string or blob a query may read or build (SQLite's own default is 1 GB): far
+# more than any chat message, small enough that a row of many such values stays affordable.
+MAX_VALUE_BYTES = 1_000_000
+# LIKE/GLOB patterns and trim() character sets: their cost is text length x pattern length
+# (about 1 s for a 1 MB text and 200 bytes here), paid in one uninterruptible step.
+MAX_PATTERN_BYTES = 200
+# What instr() and replace() search for: compared with memcmp, so cheaper per byte.
+MAX_NEEDLE_BYTES = 10_000
+# Called as __talon_short(value, max_bytes, function_name); not callable from user SQL.
+SIZE_CHECK_FUNCTION = "__talon_short"
+_SQLITE_INT = (-(2**63), 2**63 - 1)
 
 # table -> (column, parameter) that confines it to the caller. Schedules belong to a persona
 # (schedule.manage:own manages all of the persona's schedules), so db_query shows exactly
@@ -152,6 +173,7 @@ def prepare_query(sql: Any, params: Any, limit: Any, *, thread_id: int, persona:
     text = _number_placeholders(text, len(values))
     tree = _parse_one(text)
     _check_tree(tree)
+    _bound_search_arguments(tree)
     _scope_tables(tree)
     if not tree.args.get("limit"):
         # One row more than wanted tells the caller whether the result was cut.
@@ -173,8 +195,9 @@ def _check_limit(limit: Any) -> int:
     if isinstance(limit, float) and limit.is_integer():
         limit = int(limit)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        shown = f"{limit!r}" if not isinstance(limit, int) or abs(limit) < 10**18 else "a larger number"
         raise ToolError(
-            f"limit must be a whole number from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); got {limit!r}"
+            f"limit must be a whole number from 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}); got {shown}"
         )
     return limit
 
@@ -187,13 +210,37 @@ def _check_params(params: Any) -> list[Any]:
     if len(params) > MAX_PARAMS:
         raise ToolError(f"params has {len(params)} values; at most {MAX_PARAMS} are allowed")
     for i, value in enumerate(params):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ToolError(f"params[{i}] is {value!r}; use a finite number")
-        if value is not None and not isinstance(value, str | int | float):
-            raise ToolError(
-                f"params[{i}] must be a string, number, boolean or null, not {type(value).__name__}"
-            )
+        _check_param(f"params[{i}]", value)
     return list(params)
+
+
+def _check_param(name: str, value: Any) -> None:
+    """Refuse, naming the parameter, any value SQLite cannot bind as it is."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError(f"{name} is {value!r}; use a finite number")
+    if isinstance(value, int) and not _SQLITE_INT[0] <= value <= _SQLITE_INT[1]:
+        raise ToolError(
+            f"{name} is an integer outside the range SQLite stores ({_SQLITE_INT[0]} to {_SQLITE_INT[1]}); "
+            "pass a smaller number, or pass it as a string or a decimal number"
+        )
+    if isinstance(value, str):
+        size = _utf8_size(value, name)
+        if size > MAX_VALUE_BYTES:
+            raise ToolError(
+                f"{name} is {size:,} bytes of text; at most {MAX_VALUE_BYTES:,} bytes are allowed"
+            )
+    elif value is not None and not isinstance(value, int | float):
+        raise ToolError(f"{name} must be a string, number, boolean or null, not {type(value).__name__}")
+
+
+def _utf8_size(text: str, name: str) -> int:
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ToolError(
+            f"{name} contains {text[exc.start]!a}, a lone UTF-16 surrogate that is not valid text; "
+            "send well-formed Unicode"
+        ) from None
 
 
 def _check_text(sql: Any) -> str:
@@ -203,6 +250,7 @@ def _check_text(sql: Any) -> str:
         raise ToolError(f"sql is {len(sql)} characters; keep it under {MAX_SQL_CHARS}")
     if _CONTROL.search(sql):
         raise ToolError("sql contains control characters; send plain SQL text")
+    _utf8_size(sql, "sql")
     return sql
 
 
@@ -338,6 +386,47 @@ def _check_identifier(node: exp.Identifier) -> None:
 
 def _func_name(node: exp.Func) -> str:
     return node.sql(dialect=DIALECT).split("(")[0].strip().lower() or node.key
+
+
+def _bound_search_arguments(tree: exp.Select) -> None:
+    """Put a size limit on what instr(), replace() and trim() search for (see the module doc)."""
+    for node in list(tree.walk()):
+        if isinstance(node, exp.StrPosition):
+            _bound(node, "substr", MAX_NEEDLE_BYTES, "instr")
+        elif isinstance(node, exp.Replace):
+            _bound(node, "expression", MAX_NEEDLE_BYTES, "replace")
+        elif isinstance(node, exp.Trim):
+            name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(
+                str(node.args.get("position")).upper(), "trim"
+            )
+            _bound(node, "expression", MAX_PATTERN_BYTES, name)
+
+
+def _bound(node: exp.Expression, arg: str, limit: int, function: str) -> None:
+    value = node.args.get(arg)
+    if value is None:
+        return
+    if isinstance(value, exp.Literal) and value.is_string:
+        size = _utf8_size(value.this, "sql")
+        if size > limit:
+            raise ToolError(search_argument_refusal(function, size, limit))
+        return
+    # The node itself moves into the call (no copy), so nested calls found later in this walk
+    # are still part of the tree when they are wrapped in turn.
+    call = exp.Anonymous(
+        this=SIZE_CHECK_FUNCTION, expressions=[value, exp.Literal.number(limit), exp.Literal.string(function)]
+    )
+    node.set(arg, call)
+
+
+def search_argument_refusal(function: str, size: int, limit: int) -> str:
+    """The message for a search argument of ``function`` that is ``size`` bytes long."""
+    what = (
+        f"the characters {function}() removes are"
+        if function.endswith("trim")
+        else f"the text {function}() looks for is"
+    )
+    return f"{what} {size:,} bytes long; at most {limit:,} bytes are allowed"
 
 
 def _scope_tables(tree: exp.Select) -> None:
