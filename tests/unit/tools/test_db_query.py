@@ -221,7 +221,7 @@ async def test_default_limit_is_100(ctx: ToolContext, db: Database) -> None:
 
 
 async def test_oversized_results_are_cut(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(db_query, "RESULT_CHAR_BUDGET", 13)
+    monkeypatch.setattr(db_query, "RESULT_BYTE_BUDGET", 13)
     result = await run(ctx, "SELECT text FROM messages ORDER BY id")
     assert result["rows"] == [["hello"], ["hi there"]]
     assert result["row_count"] == 2 and result["truncated"] is True
@@ -476,7 +476,7 @@ async def test_heavy_query_is_interrupted(
 
 async def test_readonly_connection_refuses_what_the_syntax_check_would_have_caught(db: Database) -> None:
     """Defence in depth: raw statements on the read-only connection hit the authorizer."""
-    conn = await db_query._readonly(db.path)
+    pool = await db_query._readonly(db.path)
     for sql in (
         "SELECT * FROM sqlite_master",
         "SELECT * FROM queue_items",
@@ -487,5 +487,5 @@ async def test_readonly_connection_refuses_what_the_syntax_check_would_have_caug
         "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('a', 'b', 1, 1)",
         "CREATE TEMP TABLE t (a)",
     ):
-        with pytest.raises(Exception, match=r"prohibited|not authorized|authorization denied"):
-            await conn.query(sql, {}, 5, 1.0)
+        with pytest.raises(ToolError, match=r"prohibited|not authorized|authorization denied"):
+            await pool.query(sql, {}, 5, 1.0)
