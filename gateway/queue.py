@@ -33,14 +33,16 @@ class QueueItem:
     message_id: int | None
     payload: dict[str, Any]
     attempts: int
+    run_id: int | None = None  # while pending: the run that kept its answer (see keep_run_in)
 
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """What one turn works on."""
+    """What one turn works on. ``more``: other items of the thread were pending behind it."""
 
     thread_id: int
     items: tuple[QueueItem, ...]
+    more: bool = False
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -54,9 +56,26 @@ class Batch:
     def attempts(self) -> int:
         return max(i.attempts for i in self.items)
 
+    @property
+    def kept_run(self) -> int | None:
+        """The run holding this batch's answer from an earlier attempt, if one does."""
+        return self.items[0].run_id
+
 
 class TurnCanceled(Exception):
     """The turn was stopped by ``/stop``."""
+
+
+class ReplyNotSaved(Exception):
+    """The model answered but its reply could not be committed. The answer is kept (see
+    :func:`keep_run_in`), so retrying the batch does not call the model again.
+
+    ``reason`` says what failed in words fit for the chat.
+    """
+
+    def __init__(self, message: str, *, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 class TurnHandler:
@@ -72,8 +91,11 @@ class TurnHandler:
     async def run(self, batch: Batch, begun: Any) -> None:
         raise NotImplementedError
 
-    async def gave_up(self, batch: Batch, error: str, *, canceled: bool) -> None:
-        """The batch ended without a reply: canceled, or failed for good (dead-lettered)."""
+    async def gave_up(
+        self, batch: Batch, error: str, *, canceled: bool, failure: BaseException | None = None
+    ) -> None:
+        """The batch ended without a reply: canceled, or failed for good (dead-lettered).
+        ``failure`` is the last attempt's exception, when one ended it."""
 
 
 def complete_in(conn: sqlite3.Connection, batch: Batch, run_id: int | None) -> None:
@@ -83,6 +105,16 @@ def complete_in(conn: sqlite3.Connection, batch: Batch, run_id: int | None) -> N
         f"UPDATE queue_items SET status = 'done', run_id = ?, updated_at = ? WHERE id IN ({marks}) "
         "AND status = 'leased'",
         (run_id, time.time(), *batch.ids),
+    )
+
+
+def keep_run_in(conn: sqlite3.Connection, batch: Batch, run_id: int) -> None:
+    """Point a batch at the run that kept its answer, inside the caller's transaction: its
+    next lease takes exactly these items again, and the turn resumes from that run."""
+    marks = ",".join("?" * len(batch.items))
+    conn.execute(
+        f"UPDATE queue_items SET run_id = ? WHERE id IN ({marks}) AND status = 'leased'",
+        (run_id, *batch.ids),
     )
 
 
@@ -231,8 +263,9 @@ class TurnQueue:
                     return
                 if leased is None:
                     return
-                await self._run(*leased)
-                if thread_id not in self._ready:
+                batch, begun = leased
+                await self._run(batch, begun)
+                if thread_id not in self._ready and not batch.more:
                     return  # nothing was queued for this thread while it ran
         except Exception:
             # A failed lease rolled back, so the thread's items are still pending: without
@@ -270,17 +303,26 @@ class TurnQueue:
             await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
             return
         except ProviderError as exc:
-            await self._failed(batch, str(exc), transient=exc.transient, retry_after=exc.retry_after)
+            await self._failed(batch, exc, str(exc), transient=exc.transient, retry_after=exc.retry_after)
             return
-        except TimeoutError:
-            await self._failed(batch, "turn timed out", transient=True)
+        except TimeoutError as exc:
+            await self._failed(batch, exc, "turn timed out", transient=True)
+            return
+        except ReplyNotSaved as exc:  # the turn runner logged it with its cause
+            await self._failed(batch, exc, str(exc), transient=True)
             return
         except Exception as exc:
             log.exception("turn failed on thread %s", batch.thread_id)
-            await self._failed(batch, f"{type(exc).__name__}: {exc}", transient=True)
+            await self._failed(batch, exc, f"{type(exc).__name__}: {exc}", transient=True)
 
     async def _failed(
-        self, batch: Batch, error: str, *, transient: bool, retry_after: float | None = None
+        self,
+        batch: Batch,
+        failure: BaseException,
+        error: str,
+        *,
+        transient: bool,
+        retry_after: float | None = None,
     ) -> None:
         if transient and batch.attempts < self.settings.max_attempts:
             delay = retry_after or self._backoff(batch.attempts)
@@ -297,7 +339,7 @@ class TurnQueue:
             return
         log.error("turn on thread %s failed for good, dead-lettered: %s", batch.thread_id, error)
         await self._end(batch, "dead", error)
-        await self.handler.gave_up(batch, error, canceled=False)
+        await self.handler.gave_up(batch, error, canceled=False, failure=failure)
 
     def _backoff(self, attempts: int) -> float:
         base = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempts - 1))
@@ -328,7 +370,7 @@ def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection)
     """
     now = time.time()
     rows = conn.execute(
-        "SELECT id, kind, message_id, payload, attempts, available_at FROM queue_items "
+        "SELECT id, kind, message_id, payload, attempts, available_at, run_id FROM queue_items "
         "WHERE thread_id = ? AND status = 'pending' ORDER BY id",
         (thread_id,),
     ).fetchall()
@@ -336,11 +378,12 @@ def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection)
         return None
     if rows[0]["available_at"] > now:
         return rows[0]["available_at"]  # FIFO: a retry waiting for its backoff goes first
-    # Consecutive message items form one turn; any other kind runs alone.
+    # Consecutive message items form one turn; any other kind runs alone. A batch whose
+    # answer was kept runs again as it was: messages that came since wait for the next turn.
     take = [rows[0]]
     if rows[0]["kind"] == "message":
         for row in rows[1:]:
-            if row["kind"] != "message" or row["available_at"] > now:
+            if row["kind"] != "message" or row["available_at"] > now or row["run_id"] != rows[0]["run_id"]:
                 break
             take.append(row)
     marks = ",".join("?" * len(take))
@@ -350,10 +393,17 @@ def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection)
         (now + lease_seconds, now, *(r["id"] for r in take)),
     )
     items = tuple(
-        QueueItem(r["id"], r["kind"], r["message_id"], json.loads(r["payload"] or "{}"), r["attempts"] + 1)
+        QueueItem(
+            r["id"],
+            r["kind"],
+            r["message_id"],
+            json.loads(r["payload"] or "{}"),
+            r["attempts"] + 1,
+            r["run_id"],
+        )
         for r in take
     )
-    return Batch(thread_id, items)
+    return Batch(thread_id, items, more=len(rows) > len(take))
 
 
 async def dead_letters(db: Database, limit: int = 20) -> list[dict[str, Any]]:

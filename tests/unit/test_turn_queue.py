@@ -75,3 +75,26 @@ async def test_a_failed_lease_is_tried_again_without_new_work(db: Database) -> N
     assert handler.failures == 0
     rows = await db.fetchall("SELECT status FROM queue_items WHERE id = ?", (item_id,))
     assert rows[0]["status"] == "done"
+
+
+async def test_work_pending_behind_a_batch_runs_without_new_notice(db: Database) -> None:
+    # A schedule runs alone, so the message queued behind it is leased by a second turn.
+    thread_id, schedule_id = await enqueue(db)
+    await db.execute("UPDATE queue_items SET kind = 'schedule', payload = '{}' WHERE id = ?", (schedule_id,))
+    now = time.time()
+    message_id = await db.run_transaction(
+        lambda conn: conn.execute(
+            "INSERT INTO queue_items (thread_id, available_at, created_at, updated_at) VALUES (?, ?, ?, ?) "
+            "RETURNING id",
+            (thread_id, now, now, now),
+        ).fetchone()[0]
+    )
+    handler = FlakyStart(db, failures=0)
+    queue = TurnQueue(db, QueueSettings(), handler)
+    await queue.start()  # finds the thread's pending work and notifies it once
+    try:
+        async with asyncio.timeout(10):
+            batches = [await handler.served.get(), await handler.served.get()]
+    finally:
+        await queue.stop(grace=1)
+    assert [b.ids for b in batches] == [(schedule_id,), (message_id,)]
