@@ -2,13 +2,16 @@
 
 The reply, the assistant message, the run's usage and the completion of the queue items
 are written in one transaction, so a crash either leaves the batch to run again or has
-the reply safely in the outbox — never both, never neither.
+the reply safely in the outbox — never both, never neither. When that transaction fails
+after the model answered, the answer is kept on the run (``runs.answer``) and the retry
+commits it without calling the model again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import sqlite3
 import time
@@ -23,7 +26,7 @@ from gateway.events import EventBus
 from gateway.logs import run_id_var, thread_id_var
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
-from gateway.queue import Batch, TurnHandler, complete_in
+from gateway.queue import Batch, ReplyNotSaved, TurnHandler, complete_in, keep_run_in
 from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
 from gateway.runtime.context import (
     ChannelInfo,
@@ -32,16 +35,39 @@ from gateway.runtime.context import (
     system_prompt,
     transcript_rows,
 )
-from gateway.runtime.model import ChatMessage, ModelProvider
+from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
 from gateway.store.db import Database
 from gateway.subagents.summarize import Summarizer, context_start
 
 log = logging.getLogger("talon.turns")
 
+# What the chat is told when a turn fails for good, by what failed.
 APOLOGY = (
     "Sorry — I couldn't answer that: the model provider failed. The operator can find the details in the log."
 )
+NOT_SAVED = (
+    "Sorry — I wrote a reply but could not save it: {reason}. The operator can find the details in the log."
+)
+TIMED_OUT = (
+    "Sorry — I couldn't answer that in time: the turn ran past its time limit. "
+    "The operator can find the details in the log."
+)
+INTERNAL = (
+    "Sorry — I couldn't answer that: something went wrong inside the gateway. "
+    "The operator can find the details in the log."
+)
 STOPPED = "Stopped."
+
+
+def failure_notice(failure: BaseException | None) -> str:
+    """The chat's notice for a turn that ``failure`` ended for good."""
+    if isinstance(failure, ProviderError):
+        return APOLOGY
+    if isinstance(failure, ReplyNotSaved):
+        return NOT_SAVED.format(reason=failure.reason)
+    if isinstance(failure, TimeoutError):
+        return TIMED_OUT
+    return INTERNAL
 
 
 class TurnTools(Protocol):
@@ -94,6 +120,7 @@ class TurnStart:
     persona: Persona | None  # None: the thread's persona is not configured (and no run began)
     run_id: int | None
     reply_to: str | None  # the platform message a group reply answers
+    kept: TurnResult | None = None  # the answer an earlier attempt kept: commit it, don't ask the model
 
 
 class TurnRunner(TurnHandler):
@@ -140,16 +167,20 @@ class TurnRunner(TurnHandler):
         persona = self.personas.get(thread["persona"] or "")
         if persona is None:
             return TurnStart(thread, summary, rows, None, run_id=None, reply_to=None)
-        (run_id,) = conn.execute(
-            "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
-            (batch.thread_id, persona.name, persona.model_ref, time.time()),
-        ).fetchone()
+        kept = _resume_kept(conn, batch.kept_run) if batch.kept_run is not None else None
+        if kept is not None:
+            run_id = batch.kept_run
+        else:
+            (run_id,) = conn.execute(
+                "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+                (batch.thread_id, persona.name, persona.model_ref, time.time()),
+            ).fetchone()
         reply_to = None
         if upto is not None and thread["chat_type"] != "dm":  # in groups, reply to the trigger
             (reply_to,) = conn.execute(
                 "SELECT platform_message_id FROM messages WHERE id = ?", (upto,)
             ).fetchone()
-        return TurnStart(thread, summary, rows, persona, run_id, reply_to)
+        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
         thread, persona, run_id = begun.thread, begun.persona, begun.run_id
@@ -164,7 +195,6 @@ class TurnRunner(TurnHandler):
             persona, special = await hook.prepare(thread, persona)
             timeout = special or timeout
         key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
-        connector = self.connectors.get(key.channel)
         thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
         run_id_var.set(run_id)
         for hook in self.hooks:
@@ -172,13 +202,29 @@ class TurnRunner(TurnHandler):
         self.bus.publish(
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )
+        if begun.kept is not None:
+            log.info("committing the answer kept from an earlier attempt; the model is not called again")
+            result, context_size = begun.kept, 0
+        else:
+            result, context_size = await self._answer(batch, begun, key, persona, run_id, timeout)
+        try:
+            outbox_ids, next_row = await self._commit(batch, key, persona, run_id, result, begun.reply_to)
+        except Exception as exc:
+            raise await self._not_saved(batch, run_id, result, exc) from exc
+        await self._announce(batch, thread, run_id, result, outbox_ids, next_row)
+        if self.summarizer is not None and context_size > self.summarizer.threshold:
+            self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
+
+    async def _answer(
+        self, batch: Batch, begun: TurnStart, key: ThreadKey, persona: Persona, run_id: int, timeout: float
+    ) -> tuple[TurnResult, int]:
+        """The model loop within the turn's timeout, the chat showing the bot at work meanwhile."""
+        connector = self.connectors.get(key.channel)
         if connector:
             await connector.set_working(key, True)
         try:
             async with asyncio.timeout(timeout):
-                result, context_size = await self._think(
-                    batch, thread, persona, run_id, begun.summary, begun.rows
-                )
+                return await self._think(batch, begun.thread, persona, run_id, begun.summary, begun.rows)
         except BaseException as exc:
             await self._end_run(
                 run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
@@ -189,9 +235,21 @@ class TurnRunner(TurnHandler):
             if connector:
                 with contextlib.suppress(Exception):
                     await connector.set_working(key, False)
-        await self._commit(batch, thread, key, persona, run_id, result, begun.reply_to)
-        if self.summarizer is not None and context_size > self.summarizer.threshold:
-            self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
+
+    async def _not_saved(
+        self, batch: Batch, run_id: int, result: TurnResult, exc: Exception
+    ) -> ReplyNotSaved:
+        """The reply's commit failed: keep the answer on the run, in a transaction of its own,
+        so the retry commits it instead of paying for the model again."""
+        error = _storable(f"reply not saved: {type(exc).__name__}: {exc}")
+        log.error("the model answered but the reply could not be saved; keeping the answer", exc_info=exc)
+        try:
+            await self.db.run_transaction(
+                partial(_keep_answer, batch=batch, run_id=run_id, result=result, error=error)
+            )
+        except Exception:
+            log.exception("the answer could not be kept either; the retry will call the model again")
+        return ReplyNotSaved(error, reason=_not_saved_reason(exc))
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
         await self.db.execute(
@@ -236,13 +294,14 @@ class TurnRunner(TurnHandler):
     async def _commit(
         self,
         batch: Batch,
-        thread: Any,
         key: ThreadKey,
         persona: Persona,
         run_id: int,
         result: TurnResult,
         reply_to: str | None,
-    ) -> None:
+    ) -> tuple[list[int], sqlite3.Row | None]:
+        """Render the reply and commit it with the batch's completion: its outbox rows and the
+        thread's next outbox row, for the sender."""
         scheduled = [i for i in batch.items if i.kind == "schedule"]
         # A scheduled run that already posted with channel_send, or has nothing to say, sends nothing more.
         silent = not result.text or (scheduled and "channel_send" in result.tool_calls)
@@ -277,11 +336,23 @@ class TurnRunner(TurnHandler):
             )
             return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
 
-        outbox_ids, next_row = await self.db.run_transaction(commit)
+        return await self.db.run_transaction(commit)
+
+    async def _announce(
+        self,
+        batch: Batch,
+        thread: Any,
+        run_id: int,
+        result: TurnResult,
+        outbox_ids: list[int],
+        next_row: sqlite3.Row | None,
+    ) -> None:
+        """After the commit: hand the reply to its sender and tell whoever follows the turn."""
         if outbox_ids:
             self.outbox.notify(batch.thread_id, next_row)
-        for item in scheduled:
-            await self._schedule_result(item.payload, status="completed", run_id=run_id, error=None)
+        for item in batch.items:
+            if item.kind == "schedule":
+                await self._schedule_result(item.payload, status="completed", run_id=run_id, error=None)
         for hook in self.hooks:
             await hook.turn_ended(thread, batch, "completed", result.text, None)
         self.bus.publish(
@@ -299,7 +370,9 @@ class TurnRunner(TurnHandler):
         if self.schedule_results and "schedule_id" in payload:
             await self.schedule_results(payload["schedule_id"], payload.get("due_at", 0.0), **kwargs)
 
-    async def gave_up(self, batch: Batch, error: str, *, canceled: bool) -> None:
+    async def gave_up(
+        self, batch: Batch, error: str, *, canceled: bool, failure: BaseException | None = None
+    ) -> None:
         for item in batch.items:
             if item.kind == "schedule":
                 await self._schedule_result(
@@ -307,7 +380,7 @@ class TurnRunner(TurnHandler):
                 )
         posted: list[int] = []
         if batch.message_ids:
-            posted = await self.post_notice(batch.thread_id, STOPPED if canceled else APOLOGY)
+            posted = await self.post_notice(batch.thread_id, STOPPED if canceled else failure_notice(failure))
         thread = await self._thread(batch.thread_id)
         for hook in self.hooks:
             await hook.turn_ended(thread, batch, "canceled" if canceled else "failed", "", error)
@@ -352,6 +425,57 @@ def _load_context(
         conn, thread_id, context_from=context_start(thread), upto_message_id=upto_message_id
     )
     return thread, summary["value"] if summary else None, rows
+
+
+def _resume_kept(conn: sqlite3.Connection, run_id: int) -> TurnResult | None:
+    """The answer ``run_id`` kept when its reply failed to commit; the run is running again."""
+    row = conn.execute(
+        "SELECT answer, input_tokens, output_tokens, model_calls FROM runs WHERE id = ? AND answer IS NOT NULL",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
+    answer = json.loads(row["answer"])
+    return TurnResult(
+        text=answer["text"],
+        usage=Usage(row["input_tokens"], row["output_tokens"]),
+        model_calls=row["model_calls"],
+        tool_calls=list(answer.get("tool_calls") or ()),
+    )
+
+
+def _keep_answer(conn: sqlite3.Connection, batch: Batch, run_id: int, result: TurnResult, error: str) -> None:
+    # ASCII JSON stores whatever the text holds, even what made the reply's own insert fail.
+    answer = json.dumps({"text": result.text, "tool_calls": result.tool_calls})
+    conn.execute(
+        "UPDATE runs SET status = 'failed', error = ?, answer = ?, input_tokens = ?, output_tokens = ?, "
+        "model_calls = ?, ended_at = ? WHERE id = ?",
+        (
+            error,
+            answer,
+            result.usage.input_tokens,
+            result.usage.output_tokens,
+            result.model_calls,
+            time.time(),
+            run_id,
+        ),
+    )
+    keep_run_in(conn, batch, run_id)
+
+
+def _not_saved_reason(exc: Exception) -> str:
+    """What failed, in words for the chat (the log has the details)."""
+    if isinstance(exc, sqlite3.Error):
+        return "the database refused the write"
+    if isinstance(exc, UnicodeError):
+        return "its text could not be stored"
+    return f"an internal error ({type(exc).__name__})"
+
+
+def _storable(text: str) -> str:
+    """``text`` safe to store: an error message may quote what could not be encoded."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _after(batch: Batch) -> float | None:
