@@ -7,7 +7,7 @@ import pytest
 
 from gateway.runtime.model import ChatMessage, ModelRequest, ToolSpec
 from tests.fakes.model_api import EVERY_UNIT, Call, Reply
-from tests.fakes.model_script import utf16_length
+from tests.fakes.model_script import echo_responder, split_everywhere, utf16_length
 from tests.unit.providers.conftest import Api
 
 # Emoji (a ZWJ family, flags, a skin tone), CJK (one outside the BMP), combining marks.
@@ -76,3 +76,13 @@ async def test_halves_without_partners_and_nul_become_replacement_characters(api
 
     assert response.text == "a\ufffdb\ufffd\ufffdc end \ufffd"
     assert "".join(shown) == response.text
+
+
+async def test_the_split_everywhere_responder_echoes_exactly(api: Api) -> None:
+    # What the standalone stand-in serves with --split, for daemons in their own process.
+    api.fake.responder = split_everywhere(echo_responder)
+    request = ModelRequest("test-model", "", (ChatMessage("user", TEXT),))
+
+    response = await api.provider().complete(request)
+
+    assert response.text == f"echo: {TEXT}"
