@@ -225,7 +225,7 @@ class McpServerConnection:
         except SandboxError as exc:
             raise ServerUnavailable(str(exc)) from None
         errlog = files.enter_context(self._log.open())
-        return stdio_transport(launch, errlog)
+        return stdio_transport(launch, errlog, label=self.label)
 
     async def _hold(
         self,
