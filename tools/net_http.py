@@ -41,7 +41,13 @@ _HOP_BY_HOP = frozenset(
         "te", "trailer", "transfer-encoding", "upgrade", "content-length",
     }
 )  # fmt: skip
+# Headers that carry credentials, dropped when a redirect leaves the origin they were meant for:
+# the standard ones, and any whose name marks it secret by convention (X-Api-Key, X-Auth-Token,
+# PRIVATE-TOKEN, X-Amz-Security-Token, Ocp-Apim-Subscription-Key, X-Hub-Signature-256...).
 _CREDENTIALS = frozenset({"authorization", "cookie", "proxy-authorization"})
+_SECRET_NAME = re.compile(
+    r"auth|token|secret|passw|session|cookie|credential|signature|api[-_]?key|(?:^|[-_])key$", re.IGNORECASE
+)
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _TEXT_TYPES = frozenset(
     {
@@ -217,6 +223,10 @@ def _redirect(method: str, status: int, body: bytes | None) -> tuple[str, bytes 
     return method, body
 
 
+def _carries_credentials(name: str) -> bool:
+    return name.lower() in _CREDENTIALS or _SECRET_NAME.search(name) is not None
+
+
 def _origin(url: URL) -> tuple[str, str, int | None]:
     return url.scheme, normalize_host(url.raw_host or ""), url.port
 
@@ -245,7 +255,7 @@ async def _fetch(req: _Request, policy: EgressPolicy, cap: int) -> dict[str, Any
                 except ValueError:
                     raise ToolError(f"{url} redirected to an invalid URL {location!r}") from None
             if _origin(target) != _origin(url):
-                headers = {n: v for n, v in headers.items() if n.lower() not in _CREDENTIALS}
+                headers = {n: v for n, v in headers.items() if not _carries_credentials(n)}
             method, body = _redirect(method, resp.status, body)
             url = target
     raise ToolError(f"stopped after {MAX_REDIRECTS} redirects; the last pointed to {url}")
@@ -352,7 +362,8 @@ TOOL = HostTool(
     description=(
         "Make an HTTP or HTTPS request from the host and return status, headers and body. Only "
         "public addresses are reachable and the operator may limit the allowed domains. Redirects "
-        "are followed (at most 5); large bodies are cut and marked truncated."
+        "are followed (at most 5); credential headers are not sent on to another origin; large "
+        "bodies are cut and marked truncated."
     ),
     input_schema={
         "type": "object",

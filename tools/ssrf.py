@@ -9,8 +9,10 @@ Two independent gates:
   IPv4-translated, 6to4 and NAT64 IPv6 forms.
 
 Operators may let chosen private hosts through with ``net_http.allowed_private_hosts``: a
-host name there unblocks the addresses that name resolves to (cloud-metadata addresses
-excepted), an IP address or CIDR unblocks the addresses it contains.
+host name there unblocks the addresses that name resolves to, an IP address or CIDR unblocks
+the addresses it contains. Cloud-metadata addresses (in any of their IPv6 forms) are the
+exception: they stay blocked unless an entry names that very address, so allowing a private
+range or a host name never exposes the instance's credentials by accident.
 """
 
 from __future__ import annotations
@@ -196,11 +198,29 @@ class EgressPolicy:
         why = classify(addr)
         if why is None:
             return None
-        candidates = [addr]
-        if isinstance(addr, ipaddress.IPv6Address) and (inner := embedded_ipv4(addr)):
-            candidates.append(inner[0])
+        candidates = _forms(addr)
+        if any(a in _METADATA for a in candidates):
+            return None if self._names_exactly(candidates) else why
         if any(a in net for a in candidates for net in self.private_networks if a.version == net.version):
             return None
-        if normalize_host(host) in self.private_hosts and why != "a cloud metadata address":
+        if normalize_host(host) in self.private_hosts:
             return None
         return why
+
+    def _names_exactly(self, candidates: list[IPAddress]) -> bool:
+        """Whether an entry is one of ``candidates`` itself (an address, or a /32 or /128)."""
+        return any(
+            net.num_addresses == 1 and a == net.network_address
+            for a in candidates
+            for net in self.private_networks
+            if a.version == net.version
+        )
+
+
+def _forms(addr: IPAddress) -> list[IPAddress]:
+    """``addr`` without its IPv6 zone, and the IPv4 address it embeds, if any."""
+    if isinstance(addr, ipaddress.IPv4Address):
+        return [addr]
+    bare = ipaddress.IPv6Address(addr.compressed.split("%", 1)[0]) if addr.scope_id else addr
+    inner = embedded_ipv4(bare)
+    return [bare, inner[0]] if inner else [bare]

@@ -6,6 +6,7 @@ import asyncio
 import base64
 import ipaddress
 import json
+import re
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from yarl import URL
 
 from gateway.config import NetHttpSettings, Settings
 from gateway.personas import Persona
@@ -238,6 +240,53 @@ async def test_credentials_are_dropped_on_a_redirect_to_another_host(server: Ser
     moved = await call(ctx, server.url(f"/redirect?to={other}"), headers=headers)
     echoed = json.loads(moved["body"])["headers"]
     assert "Authorization" not in echoed and echoed["X-Keep"] == "1"
+
+
+@pytest.fixture
+async def other_origin() -> AsyncIterator[str]:
+    """A second loopback server (another port, so another origin) that echoes request headers."""
+
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response({"headers": dict(request.headers)})
+
+    app = web.Application()
+    app.add_routes([web.get("/echo", echo)])
+    runner = web.AppRunner(app, shutdown_timeout=0.5)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/echo"
+    finally:
+        await runner.cleanup()
+
+
+SECRET_HEADERS = {
+    "Authorization": "Bearer a",
+    "Cookie": "sid=b",
+    "X-Api-Key": "c",
+    "X-Auth-Token": "d",
+    "PRIVATE-TOKEN": "e",
+    "X-Amz-Security-Token": "f",
+    "Ocp-Apim-Subscription-Key": "g",
+    "X-Client-Secret": "h",
+    "api_key": "i",
+}
+PLAIN_HEADERS = {"Accept": "application/json", "X-Keep": "1", "X-Monkey": "2", "User-Agent": "talon-test"}
+
+
+async def test_secret_headers_do_not_follow_a_redirect_to_another_origin(
+    server: Server, other_origin: str, tmp_path: Path
+) -> None:
+    ctx = make_ctx(tmp_path, allowed_private_hosts=["127.0.0.1"])
+    headers = {**SECRET_HEADERS, **PLAIN_HEADERS}
+    same = await call(ctx, server.url("/redirect?to=/echo"), headers=headers)
+    kept = json.loads(same["body"])["headers"]
+    assert {n: kept.get(n) for n in headers} == headers  # the same origin gets everything
+    moved = await call(ctx, server.url(f"/redirect?status=307&to={other_origin}"), headers=headers)
+    assert moved["url"] == other_origin
+    received = json.loads(moved["body"])["headers"]
+    assert not set(SECRET_HEADERS) & set(received)
+    assert {n: received.get(n) for n in PLAIN_HEADERS} == PLAIN_HEADERS
 
 
 # ---------------------------------------------------------------- allowlist
@@ -466,15 +515,91 @@ def test_classifier_passes_public_addresses(address: str) -> None:
     assert classify(ipaddress.ip_address(address)) is None
 
 
-def test_host_names_do_not_unblock_metadata_but_addresses_do() -> None:
-    metadata = ipaddress.ip_address("169.254.169.254")
-    by_name = EgressPolicy.build([], ["metadata.internal"])
-    assert by_name.address_problem("metadata.internal", metadata) == "a cloud metadata address"
-    assert by_name.address_problem("metadata.internal", ipaddress.ip_address("10.0.0.1")) is None
-    by_net = EgressPolicy.build([], ["169.254.0.0/16"])
-    assert by_net.address_problem("anything", metadata) is None
-    assert by_net.address_problem("anything", ipaddress.ip_address("::ffff:169.254.169.254")) is None
+@pytest.mark.parametrize(
+    ("entry", "address"),
+    [
+        ("169.254.0.0/16", "169.254.169.254"),
+        ("169.254.0.0/16", "169.254.170.2"),
+        ("169.254.0.0/16", "::ffff:169.254.169.254"),
+        ("169.254.0.0/16", "64:ff9b::a9fe:a9fe"),
+        ("169.254.0.0/16", "2002:a9fe:a9fe::1"),
+        ("0.0.0.0/0", "169.254.169.254"),
+        ("::/0", "::ffff:169.254.169.254"),
+        ("::/0", "fd00:ec2::254"),
+        ("fd00::/8", "fd00:ec2::254"),
+        ("100.64.0.0/10", "100.100.100.200"),
+        ("192.0.0.0/24", "192.0.0.192"),
+        ("metadata.internal", "169.254.169.254"),
+        ("metadata.internal", "::ffff:169.254.169.254"),
+        ("metadata.internal", "64:ff9b::a9fe:a9fe"),
+    ],
+)
+def test_ranges_and_names_do_not_unblock_metadata(entry: str, address: str) -> None:
+    policy = EgressPolicy.build([], [entry])
+    why = policy.address_problem("metadata.internal", ipaddress.ip_address(address))
+    assert why is not None and "cloud metadata" in why
+
+
+def test_ranges_and_names_still_unblock_the_rest() -> None:
+    by_net = EgressPolicy.build([], ["169.254.0.0/16", "fd00::/8"])
+    assert by_net.address_problem("anything", ipaddress.ip_address("169.254.1.1")) is None
+    assert by_net.address_problem("anything", ipaddress.ip_address("::ffff:169.254.1.1")) is None
+    assert by_net.address_problem("anything", ipaddress.ip_address("fd00::1")) is None
     assert by_net.address_problem("anything", ipaddress.ip_address("10.0.0.1")) == "a private address"
+    by_name = EgressPolicy.build([], ["nas.internal"])
+    assert by_name.address_problem("nas.internal", ipaddress.ip_address("10.0.0.1")) is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "address"),
+    [
+        ("169.254.169.254", "169.254.169.254"),
+        ("169.254.169.254/32", "169.254.169.254"),
+        ("169.254.169.254", "::ffff:169.254.169.254"),
+        ("[fd00:ec2::254]", "fd00:ec2::254"),
+        ("fd00:ec2::254/128", "fd00:ec2::254"),
+    ],
+)
+def test_an_entry_naming_the_metadata_address_unblocks_it(entry: str, address: str) -> None:
+    policy = EgressPolicy.build([], [entry])
+    assert policy.address_problem("anything", ipaddress.ip_address(address)) is None
+    assert policy.address_problem("anything", ipaddress.ip_address("169.254.170.2")) is not None
+
+
+def _stub_dns(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[str]]) -> None:
+    """Answer lookups from ``answers``; nothing leaves the machine."""
+    loop = asyncio.get_running_loop()
+
+    async def getaddrinfo(host: str, port: int, **_: Any) -> list[tuple[Any, ...]]:
+        return [
+            (socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+            for a in answers[host]
+        ]
+
+    monkeypatch.setattr(loop, "getaddrinfo", getaddrinfo)
+
+
+@pytest.mark.parametrize("answer", ["169.254.169.254", "::ffff:169.254.169.254", "fd00:ec2::254"])
+async def test_a_name_resolving_to_metadata_stays_blocked_under_a_range_allow(
+    monkeypatch: pytest.MonkeyPatch, answer: str
+) -> None:
+    # The guard's decision only: it must refuse before anything is pinned for a connection.
+    _stub_dns(monkeypatch, {"metadata.test": [answer]})
+    shown = re.escape(str(ipaddress.ip_address(answer)))
+    policy = EgressPolicy.build([], ["169.254.0.0/16", "fd00::/8", "metadata.test"])
+    resolver = net_http._PinnedResolver()
+    with pytest.raises(
+        ToolError, match=rf"blocked: metadata\.test resolves to {shown}, a cloud metadata address"
+    ):
+        await net_http._vet(URL("http://metadata.test/latest/meta-data/"), policy, resolver)
+    with pytest.raises(OSError, match="not vetted"):
+        await resolver.resolve("metadata.test", 80)
+    # Naming the address itself is the way to open it.
+    exact = EgressPolicy.build([], [answer])
+    await net_http._vet(URL("http://metadata.test/latest/meta-data/"), exact, resolver)
+    assert [a["host"] for a in await resolver.resolve("metadata.test", 80, socket.AF_UNSPEC)] == [
+        str(ipaddress.ip_address(answer))
+    ]
 
 
 async def test_connections_use_only_vetted_addresses() -> None:
