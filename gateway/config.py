@@ -73,6 +73,43 @@ def _pacing(**defaults: float) -> BeforeValidator:
     return BeforeValidator(merge)
 
 
+# Long text is cut at this many characters; the full text is kept as an attachment.
+DEFAULT_MAX_INBOUND_CHARS = 20_000
+_MIN_INBOUND_CHARS = 1_000
+
+
+def _inbound_chars(value: int) -> int:
+    if value < _MIN_INBOUND_CHARS:
+        raise ValueError(
+            f"must be at least {_MIN_INBOUND_CHARS} characters (the default is {DEFAULT_MAX_INBOUND_CHARS}); "
+            "longer messages are cut there and the full text is attached"
+        )
+    return value
+
+
+class RateLimitSettings(_Strict):
+    """How many messages a chat channel answers promptly; messages over the rate are
+    stored and answered together once the window allows. 0 turns a limit off."""
+
+    per_user: int = Field(10, description="messages per window from one sender in a group (not in DMs)")
+    per_chat: int = Field(30, description="messages per window in one chat, all senders; DMs too")
+    window: float = Field(60.0, description="seconds the two counts cover")
+
+    @field_validator("per_user", "per_chat")
+    @classmethod
+    def _count(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be 0 or more messages per window (0 turns this limit off)")
+        return value
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: float) -> float:
+        if not 1 <= value <= 3600:
+            raise ValueError("must be between 1 and 3600 seconds, e.g. window: 60")
+        return value
+
+
 class _ChatChannel(_Strict):
     name: str = Field(pattern=_NAME)
     allowed_users: list[str] = []
@@ -82,6 +119,12 @@ class _ChatChannel(_Strict):
     allow_bots: bool = False
     home_chat: str | None = None
     max_attachment_bytes: int = Field(20_000_000, ge=0)
+    max_inbound_chars: int = Field(
+        DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
+    )
+    rate_limit: RateLimitSettings = RateLimitSettings()
+
+    _inbound_chars = field_validator("max_inbound_chars")(_inbound_chars)
 
     @field_validator("allowed_users", "allowed_chats", mode="before")
     @classmethod
@@ -100,6 +143,12 @@ class ConsoleChannel(_Strict):
     name: str = Field(pattern=_NAME)
     type: Literal["console"]
     home_chat: str | None = "main"
+    # No rate limit here: only the daemon's owner reaches the console (owner-only socket).
+    max_inbound_chars: int = Field(
+        DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
+    )
+
+    _inbound_chars = field_validator("max_inbound_chars")(_inbound_chars)
 
 
 class TelegramChannel(_ChatChannel):
