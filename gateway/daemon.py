@@ -34,6 +34,7 @@ from gateway.delegation import Delegation
 from gateway.events import EventBus
 from gateway.heap import settle_heap
 from gateway.host_tools import HostTools
+from gateway.intake_limits import IntakeLimits, channel_limits
 from gateway.notify import NotifyError, post_to_channel
 from gateway.outbox import Outbox
 from gateway.personas import Persona
@@ -202,7 +203,13 @@ class Gateway:
             on_enqueued=self.queue.notify,
             personas=self.personas,
         )
-        self.pipeline = Pipeline(self.db, self.bindings, on_queued=self.queue.notify)
+        self.pipeline = Pipeline(
+            self.db,
+            self.bindings,
+            limits=IntakeLimits(data / "files", channel_limits(self.settings.channels)),
+            on_queued=self.queue.notify,
+            notice=self.turns.post_notice,
+        )
         await self.outbox.recover()
         await self.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await self.queue.start()

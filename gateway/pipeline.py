@@ -3,20 +3,28 @@
 The connector acknowledges the platform only after :meth:`Pipeline.ingest` returns, so a
 crash before the commit means the platform redelivers, and a redelivery after the commit
 is recognised by ``(channel, event_id)`` and changes nothing.
+
+Before the commit the channel's intake limits apply (:mod:`gateway.intake_limits`): long
+text is cut (the full text saved first), and a message over the chat's rate is stored
+with a queue item that becomes due later, so it joins the next turn instead of starting
+one of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import partial
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
 from gateway.config import Binding
+from gateway.intake_limits import IntakeLimits
+from gateway.intake_rate import PROMPT, Pace
 from gateway.store.db import Database
 
 log = logging.getLogger("talon.pipeline")
@@ -49,17 +57,33 @@ def command_of(text: str) -> str | None:
     return word if word in COMMANDS else None
 
 
+Notice = Callable[[int, str], Awaitable[object]]
+"""Posts a short gateway message into a thread (``TurnRunner.post_notice``)."""
+
+
 class Pipeline:
+    """Args:
+    limits: the channels' intake limits; the defaults, with full texts under the
+        database's ``files`` folder, when not given.
+    on_queued: work for a thread is due now.
+    notice: posts the slow-down notice; without one it is only logged.
+    """
+
     def __init__(
         self,
         db: Database,
         bindings: Bindings,
         *,
+        limits: IntakeLimits | None = None,
         on_queued: Callable[[int], None] = lambda thread_id: None,
+        notice: Notice | None = None,
     ):
         self.db = db
         self.bindings = bindings
+        self.limits = limits or IntakeLimits(db.path.parent / "files")
         self.on_queued = on_queued
+        self.notice = notice
+        self._wakes: dict[tuple[int, float], asyncio.TimerHandle] = {}
 
     async def ingest(self, event: InboundEvent) -> IntakeResult:
         key = event.thread_key
@@ -71,13 +95,20 @@ class Pipeline:
             status = IntakeStatus.STORED
         else:
             status = IntakeStatus.ACCEPTED
+        if self.limits.too_long(event):
+            event = await self.limits.cut(event)
+        pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
         # Concurrent events share commits (Database.run_transaction groups them), each in
         # its own savepoint, so one bad event fails alone.
-        row = await self.db.run_transaction(partial(_commit_event, _Intake(event, persona, status, command)))
+        intake = _Intake(event, persona, status, command, pace)
+        row = await self.db.run_transaction(partial(_commit_event, intake))
         if row is None:
             return IntakeResult(IntakeStatus.DUPLICATE)
         thread_id, message_id = row
-        if status is IntakeStatus.ACCEPTED:
+        if pace.deferred:
+            self._wake_at(thread_id, pace.available_at)
+            await self._tell_slowed(event, pace, thread_id)
+        elif status is IntakeStatus.ACCEPTED:
             self.on_queued(thread_id)
         elif status is IntakeStatus.UNROUTED:
             log.warning(
@@ -86,6 +117,36 @@ class Pipeline:
             )
         return IntakeResult(status, thread_id, message_id)
 
+    def _wake_at(self, thread_id: int, at: float) -> None:
+        """Hand the thread to the queue when its deferred messages are due (the queue is
+        told nothing before: it would only find them not yet due)."""
+        if (thread_id, at) in self._wakes:
+            return
+
+        def wake() -> None:
+            del self._wakes[(thread_id, at)]
+            self.on_queued(thread_id)
+
+        delay = max(0.0, at - time.time())
+        self._wakes[(thread_id, at)] = asyncio.get_running_loop().call_later(delay, wake)
+
+    async def _tell_slowed(self, event: InboundEvent, pace: Pace, thread_id: int) -> None:
+        text = self.limits.notice(event, pace, time.time())
+        if text is None:
+            return
+        log.info(
+            "messages over the %s rate; answering them together later",
+            pace.reason,
+            extra={"channel": event.channel, "chat": event.thread_key.chat_id, "thread_id": thread_id},
+        )
+        if self.notice is None:
+            return
+        try:
+            await self.notice(thread_id, text)
+        except Exception:
+            # The message is committed either way; a lost notice must not fail its intake.
+            log.warning("could not post the slow-down notice", exc_info=True, extra={"thread_id": thread_id})
+
 
 @dataclass(frozen=True, slots=True)
 class _Intake:
@@ -93,11 +154,13 @@ class _Intake:
     persona: str | None
     status: IntakeStatus
     command: str | None
+    pace: Pace
 
 
 def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] | None:
     """One event's rows (runs on the database thread). None for a duplicate."""
     event, persona, status, command = intake.event, intake.persona, intake.status, intake.command
+    pace = intake.pace
     key = event.thread_key
     now = time.time()
     cur = conn.execute(
@@ -133,9 +196,17 @@ def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] 
         ),
     ).fetchone()
     if status is IntakeStatus.ACCEPTED:
+        if pace.catch_up:
+            # This message starts a turn anyway: messages deferred by the rate (never
+            # leased, so not retries in backoff) ride along instead of waiting ahead of it.
+            conn.execute(
+                "UPDATE queue_items SET available_at = ?, updated_at = ? WHERE thread_id = ? "
+                "AND status = 'pending' AND kind = 'message' AND attempts = 0 AND available_at > ?",
+                (now, now, thread_id, now),
+            )
         conn.execute(
             "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
             "VALUES (?, 'message', ?, ?, ?, ?)",
-            (thread_id, message_id, now, now, now),
+            (thread_id, message_id, pace.due(now), now, now),
         )
     return thread_id, message_id
