@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
@@ -50,6 +51,20 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def code_schema_version() -> int:
     return migrations()[-1][0]
+
+
+def _create_owner_only(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 unless it exists.
+
+    The database holds every conversation. SQLite creates a new file with the umask's mode
+    (usually 0644) and gives ``-wal``, ``-shm`` and ``-journal`` the mode of the main file, so
+    creating the main file first covers all of them. An existing file keeps its mode.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
 
 
 class Result:
@@ -259,6 +274,7 @@ class Database:
     async def backup(self, target: Path) -> None:
         """A consistent copy, safe while the daemon writes (SQLite online backup)."""
         target.parent.mkdir(parents=True, exist_ok=True)
+        _create_owner_only(target)
         async with aiosqlite.connect(target) as dst:
             await self.reader.backup(dst)
 
@@ -282,6 +298,7 @@ async def open_database(path: Path, *, migrate: bool = True) -> Database:
     Raises :class:`SchemaTooNewError` for a database from a newer Talon.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    _create_owner_only(path)
     conn = await aiosqlite.connect(path, isolation_level=None)
     conn.row_factory = sqlite3.Row
     try:
