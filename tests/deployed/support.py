@@ -109,8 +109,9 @@ def write_deployed_config(
 
 
 @asynccontextmanager
-async def deployed_daemon(config: Path) -> AsyncIterator[Daemon]:
-    daemon = Daemon(config, talon_env())
+async def deployed_daemon(config: Path, *args: str) -> AsyncIterator[Daemon]:
+    """``talon run -c config [args]``, ready when its control socket answers."""
+    daemon = Daemon(config, talon_env(), None, *args)
     async with daemon:
         await daemon.start(config.parent / "data", ready_timeout=60)
         yield daemon
