@@ -135,15 +135,15 @@ async def test_the_reported_like_query_is_refused_at_once_and_a_pattern_at_the_l
 async def test_a_slow_query_does_not_hold_up_other_callers(
     ctx: ToolContext, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db_query, "QUERY_TIME_BUDGET", 1.5)
+    monkeypatch.setattr(db_query, "QUERY_TIME_BUDGET", 3.0)
     await add_messages(db, ["n"] * SLOW_ROWS)
     slow = [asyncio.create_task(timed(run(ctx, SLOW_SQL))) for _ in range(3)]
     await asyncio.sleep(0.3)  # the slow queries hold three connections
     assert (await run(ctx, FAST_SQL))["rows"] == [[1]]
     assert not any(task.done() for task in slow)  # answered while all three were still running
     for seconds, outcome in await asyncio.gather(*slow):
-        assert isinstance(outcome, ToolError) and "longer than 1.5 s and was stopped" in str(outcome)
-        assert seconds < 5
+        assert isinstance(outcome, ToolError) and "longer than 3 s and was stopped" in str(outcome)
+        assert seconds < 7
 
 
 async def test_a_query_is_stopped_at_its_deadline_even_between_progress_checks(
