@@ -409,7 +409,7 @@ def _explain(exc: sqlite3.Error, budget: float) -> str:
         )
     if "pattern too complex" in message:
         return f"a LIKE or GLOB pattern is longer than {MAX_PATTERN_BYTES} bytes; use a shorter pattern"
-    if "too many columns" in message:
+    if "too many columns in result set" in message:
         return f"the query returns more than {MAX_COLUMNS} columns; select fewer"
     if "not authorized" in message or "prohibited" in message or "authorization denied" in message:
         return f"the query was refused by the database ({message}); only plain reads of the allowed tables are possible"
