@@ -9,6 +9,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from gateway import jsonsafe
+
 __all__ = ["OutputChecker", "OutputError", "extract_json", "schema_instructions"]
 
 _FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(?P<body>.*)\n```\s*$", re.S)
@@ -30,15 +32,15 @@ def extract_json(text: str) -> Any:
     if fenced:
         body = fenced["body"].strip()
     try:
-        value = json.loads(body)
-    except json.JSONDecodeError as first:
+        value = jsonsafe.loads(body, max_bytes=len(body))
+    except jsonsafe.JSONInputError as first:
         start, end = body.find("{"), body.rfind("}")
         if start < 0 or end <= start:
             raise OutputError("the reply contains no JSON object") from None
         try:
-            value = json.loads(body[start : end + 1])
-        except json.JSONDecodeError:
-            raise OutputError(f"the reply is not valid JSON: {first.msg} at position {first.pos}") from None
+            value = jsonsafe.loads(body[start : end + 1], max_bytes=len(body))
+        except jsonsafe.JSONInputError:
+            raise OutputError(f"the reply is {first}") from None
     if not isinstance(value, dict):
         raise OutputError(f"the reply must be a JSON object, not {type(value).__name__}")
     return value

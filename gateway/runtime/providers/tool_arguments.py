@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from gateway import jsonsafe
 from gateway.runtime.providers.stream_text import clean_text, clean_value
 
+# A model's arguments (a whole file for write_file) may be long; depth stays capped.
+MAX_ARGUMENT_CHARS = 32 << 20
 INVALID_JSON_KEY = "__invalid_json__"
 """Key under which unparseable arguments are passed on, so the tool layer can tell the model."""
 
@@ -33,8 +35,8 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = jsonsafe.loads(raw, max_bytes=MAX_ARGUMENT_CHARS)
+    except ValueError:  # jsonsafe.JSONInputError: not JSON, too deep or too long
         return {INVALID_JSON_KEY: raw}
     if not isinstance(value, dict):
         return {INVALID_JSON_KEY: raw}
