@@ -89,13 +89,13 @@ async def fake_process(
 
 
 def write_deployed_config(
-    root: Path, *, model_url: str, channels: list[dict[str, Any]], **extra: Any
+    root: Path, *, model_url: str, channels: list[dict[str, Any]], model_kind: str = "openai", **extra: Any
 ) -> Path:
     """A bot folder as ``talon init`` would lay it out, every channel bound to ``assistant``
-    on the OpenAI-compatible stand-in. Nothing else is tuned unless ``extra`` says so."""
+    on the model stand-in. Nothing else is tuned unless ``extra`` says so."""
     config: dict[str, Any] = {
         "data_dir": "data",
-        "providers": {"local": {"type": "openai", "base_url": model_url, "api_key": "none"}},
+        "providers": {"local": {"type": model_kind, "base_url": model_url, "api_key": "none"}},
         "channels": channels,
         "bindings": [{"channel": c["name"], "persona": "assistant"} for c in channels],
         **extra,
