@@ -2,6 +2,12 @@
 
 Works with any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp server,
 LM Studio, OpenRouter...) given its ``base_url``.
+
+The request goes out through the SDK client's own ``post`` with a body this module builds
+as plain JSON (:func:`build_params`). ``chat.completions.create`` would first walk that
+body against the SDK's TypedDict annotations to rename aliased fields, which plain JSON
+has none of: that walk cost 3-6 ms of CPU per call for a 20-message transcript, more
+than the rest of a turn (``bench/bench_telegram.py``; see ``bench/README.md``).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from typing import Any
 import httpx2
 import openai
 import pydantic
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from gateway.config import ProviderSettings
 from gateway.runtime.model import (
@@ -119,7 +126,14 @@ class OpenAIProvider:
     ) -> ModelResponse:
         acc = _Accumulator()
         try:
-            stream = await self._client.chat.completions.create(**params, timeout=remaining)
+            stream = await self._client.post(
+                "/chat/completions",
+                body=params,
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk],
+                options={"timeout": remaining, "security": {"bearer_auth": True}},
+            )
             try:
                 async for chunk in stream:
                     text = acc.feed(chunk)
