@@ -29,6 +29,8 @@ class TelegramTuning:
         backoff_base: first reconnect/retry delay in seconds (doubles per failure).
         backoff_max: the cap on that delay.
         typing_interval: seconds between ``typing`` chat actions (Telegram shows one for ~5 s).
+        typing_delay: seconds a turn runs before the first ``typing`` action; a reply that
+            comes sooner costs no chat action (one API call per turn, as many as the reply).
         typing_max: seconds after which a forgotten typing indicator stops by itself.
         connect_timeout: seconds to open a connection to the Bot API.
         read_timeout: seconds to wait for an answer (``getUpdates`` adds its long-poll time).
@@ -39,6 +41,7 @@ class TelegramTuning:
     backoff_base: float = 1.0
     backoff_max: float = 60.0
     typing_interval: float = 4.0
+    typing_delay: float = 0.5
     typing_max: float = 900.0
     connect_timeout: float = 10.0
     read_timeout: float = 20.0

@@ -77,7 +77,10 @@ class TelegramConnector:
         self._webhook: WebhookServer | None = None
         self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
         self._typing = TypingIndicators(
-            self._send_typing, interval=self._tuning.typing_interval, max_seconds=self._tuning.typing_max
+            self._send_typing,
+            interval=self._tuning.typing_interval,
+            max_seconds=self._tuning.typing_max,
+            delay=self._tuning.typing_delay,
         )
 
     @property

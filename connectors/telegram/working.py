@@ -30,6 +30,7 @@ class TypingIndicators:
         send_action: sends one ``typing`` action to a thread.
         interval: seconds between actions.
         max_seconds: the longest an indicator runs on its own.
+        delay: seconds before the first action (a quick reply needs none).
         max_in_flight: actions waiting for Telegram at once, across threads.
     """
 
@@ -39,8 +40,10 @@ class TypingIndicators:
         *,
         interval: float,
         max_seconds: float,
+        delay: float = 0.0,
         max_in_flight: int = 4,
     ) -> None:
+        self._delay = delay
         self._send_action = send_action
         self._interval = interval
         self._max_seconds = max_seconds
@@ -70,6 +73,7 @@ class TypingIndicators:
         loop = asyncio.get_running_loop()
         until = loop.time() + self._max_seconds
         try:
+            await asyncio.sleep(self._delay)
             while loop.time() < until:
                 delay = self._interval
                 try:

@@ -255,3 +255,22 @@ async def test_typing_failures_never_raise(fake: FakeTelegramAPI, start_connecto
     await connector.set_working(ThreadKey(CHANNEL, "not-a-chat", "x"), True)
     await connector.stop()
     await connector.set_working(ThreadKey(CHANNEL, "31337"), True)  # after stop: ignored
+
+
+async def test_a_turn_quicker_than_the_typing_delay_sends_no_chat_action(
+    fake: FakeTelegramAPI, start_connector: StartConnector
+):
+    connector, _ = await start_connector()
+    fake.add_chat(42)
+    quick, slow = ThreadKey(CHANNEL, "42"), ThreadKey(CHANNEL, "43")
+    fake.add_chat(43)
+
+    await connector.set_working(quick, True)
+    await connector.set_working(slow, True)
+    await asyncio.sleep(FAST.typing_delay / 5)
+    await connector.set_working(quick, False)
+    await fake.wait_for_call("sendChatAction", 1, timeout=FAST.typing_delay + 5)
+    await connector.set_working(slow, False)
+
+    assert fake.chat_actions(42) == []
+    assert set(fake.chat_actions(43)) == {"typing"}
