@@ -77,6 +77,11 @@ class Builder:
         self.data = None if source is None else source.encode()
         self.newlines = [match.start() for match in _NEWLINE.finditer(self.data or b"")]
         self.range = self.previous = _NO_RANGE  # of the current event and the one before
+        # Consecutive text events go into one Text node. Its pieces are joined once, before
+        # the text is first read (:meth:`finish_text`), so that many events (inline HTML,
+        # single tildes) do not copy the growing text again for each one.
+        self.joining: Text | None = None
+        self.pieces: list[str] = []
 
     def build(self, events: Iterable[Event]) -> list[Block]:
         # The commonest events are handled inline: a call costs as much as the work.
@@ -95,7 +100,7 @@ class Builder:
                     continue
                 out = self.out
                 if out and type(out[-1]) is Text:
-                    out[-1].text += value  # type: ignore[union-attr]
+                    self.join_text(out[-1], value)  # type: ignore[arg-type]
                 else:
                     out.append(Text(value))
             elif kind == "End":
@@ -117,6 +122,7 @@ class Builder:
                     self.parts.append(value)
             elif kind == "InlineHtml" or kind == "Html":
                 self.text(value)
+        self.finish_text()
         return self.root.blocks
 
     def build_ranged(self, events: Iterable[tuple[Event, Range]]) -> list[Block]:
@@ -134,9 +140,25 @@ class Builder:
             return
         out = self.out
         if out and type(out[-1]) is Text:
-            out[-1].text += text  # type: ignore[union-attr]
+            self.join_text(out[-1], text)  # type: ignore[arg-type]
         elif text:
             out.append(Text(text))
+
+    def join_text(self, node: Text, text: str) -> None:
+        """Add ``text`` to the end of ``node``, the last inline node so far."""
+        if node is not self.joining:
+            self.finish_text()
+            self.joining = node
+            self.pieces = [node.text]
+        self.pieces.append(text)
+
+    def finish_text(self) -> None:
+        """Give the Text node being joined its whole text. Called before inline nodes are
+        read: when a paragraph, heading, table cell or link closes."""
+        if self.joining is not None:
+            self.joining.text = "".join(self.pieces)
+            self.joining = None
+            self.pieces = []
 
     def _bare(self, event: str) -> None:
         if self.parts is None:
@@ -191,6 +213,7 @@ class Builder:
         self.container.blocks.append(block)
 
     def add_paragraph(self, children: list[Inline]) -> None:
+        self.finish_text()
         children = strip_inlines(children)
         if visible(children):
             self.container.blocks.append(Paragraph(children))

@@ -156,6 +156,7 @@ class HeadingFrame(Frame):
         b.out = self.children
 
     def close(self, b: Builder) -> None:
+        b.finish_text()
         b.out = b.container.run
         children = strip_inlines(self.children)
         if visible(children):
@@ -198,6 +199,7 @@ class _Cell(Frame):
     __slots__ = ()
 
     def close(self, b: Builder) -> None:
+        b.finish_text()
         b.stack[-1].cells.append(strip_inlines(b.out))  # type: ignore[attr-defined]
         b.out = b.container.run
 
@@ -234,6 +236,7 @@ class LinkFrame(Frame):
         b.in_link = True
 
     def close(self, b: Builder) -> None:
+        b.finish_text()
         b.out = self.parent
         b.depth -= 1
         b.in_link = False
