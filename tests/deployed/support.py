@@ -13,7 +13,8 @@ import json
 import re
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -144,3 +145,27 @@ def log_failures(text: str) -> list[str]:
     return [
         "\n".join(lines[max(0, i - 2) : i + 8]) for i, line in enumerate(lines) if LOG_FAILURES.search(line)
     ]
+
+
+async def wait_for_answers(
+    fake_url: str, questions: dict[str, str], answered: Callable[[list[str], str], bool], timeout: float
+) -> dict[str, list[str]]:
+    """Poll the fake's ``/_fake/sent`` until every chat in ``questions`` has an answer to its
+    question; returns everything sent. Fails naming a few chats still waiting."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sent = await get_json(f"{fake_url}/_fake/sent")
+        missing = [chat for chat, question in questions.items() if not answered(sent.get(chat, []), question)]
+        if not missing:
+            return sent
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{len(missing)} chats never got their last answer, e.g. {missing[:5]}")
+        await asyncio.sleep(0.5)
+
+
+async def inject_rounds(fake_url: str, rounds: list[list[dict[str, Any]]], gap: float) -> None:
+    """POST each round of messages to the fake's ``/_fake/inject``, ``gap`` seconds apart."""
+    for i, messages in enumerate(rounds):
+        if i:
+            await asyncio.sleep(gap)
+        await post_json(f"{fake_url}/_fake/inject", {"messages": messages})
