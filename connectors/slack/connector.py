@@ -49,7 +49,7 @@ from connectors.base import (
 )
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
-from connectors.slack.errors import api_error_code, classify_send_error
+from connectors.slack.errors import SEND_ERRORS, api_error_code, classify_send_error
 from connectors.slack.files import FileDownloader
 from connectors.slack.inbound import (
     SkipEvent,
@@ -401,7 +401,7 @@ class SlackConnector:
         try:
             async with self._pacer.slot(channel, group=not channel.startswith("D")):
                 resp = await web_client.chat_postMessage(**kwargs)
-        except Exception as exc:
+        except SEND_ERRORS as exc:
             result = classify_send_error(exc)
             if result.retry_after:
                 self._pacer.hold(channel, result.retry_after)

@@ -18,6 +18,9 @@ _MAYBE_DONE = frozenset({"internal_error", "fatal_error"})
 # Slack refused before doing anything and asks to come back later.
 _LATER = frozenset({"ratelimited", "service_unavailable", "team_added_to_org"})
 _DEFAULT_RETRY_AFTER = 1.0
+# What a Web API call raises for Slack's answers and for the network; anything else is a
+# bug in the connector, which the outbox logs and retries rather than guess an outcome.
+SEND_ERRORS = (SlackClientError, aiohttp.ClientError, TimeoutError, OSError)
 
 
 def retry_after_of(err: SlackApiError) -> float | None:

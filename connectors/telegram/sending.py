@@ -75,7 +75,7 @@ async def send_chunk(bot: TelegramBot, item: OutboundChunk) -> SendResult:
         message = await _send(
             bot, chat, chunk.text, chunk.plain, chunk.format == "html", item.delivery_id, extra
         )
-    except Exception as exc:
+    except TelegramError as exc:  # anything else is a bug, which the outbox retries
         result = classify(exc, bot.token)
         log.info(
             "send failed (%s): %s",

@@ -8,9 +8,12 @@ import itertools
 from pathlib import Path
 
 import pytest
+from telegram.request import HTTPXRequest
 
 from connectors.base import ErrorClass, OutboundChunk, RenderedChunk, SendResult, ThreadKey
 from connectors.telegram import TelegramConnector
+from connectors.telegram.api import TelegramBot
+from connectors.telegram.sending import send_chunk
 from tests.fakes.telegram_api import FakeTelegramAPI, utf16_len
 from tests.integration.telegram.conftest import (
     CHANNEL,
@@ -274,3 +277,29 @@ async def test_a_turn_quicker_than_the_typing_delay_sends_no_chat_action(
 
     assert fake.chat_actions(42) == []
     assert set(fake.chat_actions(43)) == {"typing"}
+
+
+async def test_a_pool_timeout_is_transient_because_the_request_never_left(fake: FakeTelegramAPI):
+    """PTB raises ``TimedOut`` for a full connection pool; nothing reached Telegram."""
+    fake.add_chat(42)
+    bot = TelegramBot(
+        fake.token,
+        base_url=fake.base_url,
+        request=HTTPXRequest(connection_pool_size=1, pool_timeout=0.2, read_timeout=30),
+    )
+    await bot.initialize()
+    fake.hang_next("sendMessage")
+    try:
+        held = asyncio.create_task(
+            send_chunk(bot, OutboundChunk(next(_ids), ThreadKey(CHANNEL, "42"), html("first")))
+        )
+        await fake.wait_for_call("sendMessage", 1)
+        result = await send_chunk(bot, OutboundChunk(next(_ids), ThreadKey(CHANNEL, "42"), html("second")))
+        fake.drop_connections()
+        await held
+    finally:
+        await bot.close()
+
+    assert (result.ok, result.error_class) == (False, ErrorClass.TRANSIENT)
+    assert "not sent" in (result.error or "")
+    assert len(fake.calls_to("sendMessage")) == 1
