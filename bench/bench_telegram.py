@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 
 from tests.deployed.support import fake_process, write_deployed_config
 from tests.e2e.daemon import Daemon, talon_env
