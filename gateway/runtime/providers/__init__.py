@@ -1,5 +1,8 @@
 """Model providers: one class per API, built from ``providers.<name>`` in talon.yaml.
 
+Each fills the template of :class:`~gateway.runtime.providers.streaming.StreamingProvider`
+with its API's wire details.
+
 The SDKs take seconds to import, so :func:`build_provider` returns a :class:`LazyProvider`
 that imports its SDK off the event loop on first use (or on :meth:`LazyProvider.warm_up`,
 which the daemon calls right after it is ready). ``talon run`` is ready before that.

@@ -2,147 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import httpx2
-import pydantic
 
-from gateway.config import SECRET_HINTS, ProviderSettings
+from gateway.config import ProviderSettings
 from gateway.runtime.model import (
     ChatMessage,
     ModelRequest,
     ModelResponse,
-    ProviderError,
-    TextDelta,
     ToolCall,
     ToolSpec,
     Usage,
 )
-from gateway.runtime.providers.retry import (
-    RetryableFailure,
-    RetryPolicy,
-    StreamTracker,
-    classify_status,
-    malformed_response,
-    run_with_retries,
-)
+from gateway.runtime.providers.retry import RetryableFailure, classify_status, malformed_response
 from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text, clean_value
+from gateway.runtime.providers.streaming import EventStream, StreamingProvider
 from gateway.runtime.providers.tool_arguments import parse_tool_arguments
-
-
-class AnthropicProvider:
-    """A configured ``type: anthropic`` provider.
-
-    The SDK's own retries are off; :func:`~gateway.runtime.providers.retry.run_with_retries`
-    retries 429, 5xx, ``overloaded_error`` and connection errors instead.
-
-    Args:
-        name (:obj:`str`): The key under ``providers`` in talon.yaml.
-        settings (:class:`~gateway.config.ProviderSettings`): ``api_key``, ``base_url``,
-            ``timeout``, ``max_retries``.
-        backoff_base (:obj:`float`, optional): First retry delay without ``retry-after``.
-        retry_after_cap (:obj:`float`, optional): Longest wait honoured from ``retry-after``.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        settings: ProviderSettings,
-        *,
-        backoff_base: float = 0.5,
-        retry_after_cap: float = 60.0,
-    ) -> None:
-        self.name = name
-        self._timeout = settings.timeout
-        self._policy = RetryPolicy(
-            max_retries=settings.max_retries, backoff_base=backoff_base, retry_after_cap=retry_after_cap
-        )
-        # Without a key the client is never built, so the SDK cannot fall back to
-        # credentials from the environment or a profile on disk.
-        self._client: _Client | None = None
-        if settings.api_key:
-            self._client = _Client(
-                api_key=settings.api_key,
-                base_url=settings.base_url,
-                timeout=settings.timeout,
-                max_retries=0,
-            )
-
-    async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
-        """Stream one Messages API call and return the whole response.
-
-        Raises:
-            :class:`~gateway.runtime.model.ProviderError`: See
-            :func:`~gateway.runtime.providers.retry.run_with_retries`.
-        """
-        client = self._client
-        if client is None:
-            var = SECRET_HINTS[("anthropic", "api_key")]
-            raise ProviderError(
-                f"providers.{self.name}.api_key is empty; set {var} in .env or the environment",
-                transient=False,
-            )
-        params = build_params(request)
-        tracker = StreamTracker()
-
-        async def attempt(remaining: float) -> ModelResponse:
-            return await self._attempt(client, params, remaining, on_text, tracker)
-
-        return await run_with_retries(
-            attempt,
-            self._policy,
-            provider=self.name,
-            timeout=min(self._timeout, request.timeout),
-            tracker=tracker,
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client and its connections."""
-        if self._client is not None:
-            await self._client.close()
-
-    async def _attempt(
-        self,
-        client: _Client,
-        params: dict[str, Any],
-        remaining: float,
-        on_text: TextDelta | None,
-        tracker: StreamTracker,
-    ) -> ModelResponse:
-        acc = _Accumulator()
-        try:
-            stream = await client.messages.create(**params, stream=True, timeout=remaining)
-            try:
-                async for event in stream:
-                    text = acc.feed(event)
-                    if text and on_text is not None:
-                        tracker.started = True
-                        await on_text(text)
-                tail = acc.finish()
-                if tail and on_text is not None:
-                    tracker.started = True
-                    await on_text(tail)
-            finally:
-                await stream.close()
-        except (anthropic.APITimeoutError, httpx2.TimeoutException):
-            raise TimeoutError from None  # the shared loop reports it with the configured timeout
-        except anthropic.APIStatusError as exc:
-            raise classify_status(
-                self.name,
-                exc.status_code,
-                exc.api_message or _body_message(exc.body) or exc.message,
-                error_type=exc.type or _body_type(exc.body),
-                headers=exc.response.headers,
-            ) from None
-        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
-            raise RetryableFailure(f"model provider {self.name!r}: connection failed: {exc}") from None
-        except (anthropic.APIError, json.JSONDecodeError, pydantic.ValidationError) as exc:
-            detail = f"invalid JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise malformed_response(self.name, detail) from None
-        return acc.result(self.name)
 
 
 class _Client(anthropic.AsyncAnthropic):
@@ -151,6 +28,53 @@ class _Client(anthropic.AsyncAnthropic):
 
     def _make_sse_decoder(self) -> Any:
         return ValidUTF8Decoder(super()._make_sse_decoder())
+
+
+class AnthropicProvider(StreamingProvider[_Client]):
+    """A configured ``type: anthropic`` provider (see
+    :class:`~gateway.runtime.providers.streaming.StreamingProvider` for the arguments).
+
+    Retries 429, 5xx, ``overloaded_error`` and connection errors.
+    """
+
+    kind = "anthropic"
+    sdk_error = anthropic.APIError
+
+    def _make_client(self, settings: ProviderSettings) -> _Client | None:
+        # Without a key the client is never built, so the SDK cannot fall back to
+        # credentials from the environment or a profile on disk.
+        if not settings.api_key:
+            return None
+        return _Client(
+            api_key=settings.api_key,
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,
+        )
+
+    def _build_params(self, request: ModelRequest) -> dict[str, Any]:
+        return build_params(request)
+
+    async def _open_stream(self, client: _Client, params: dict[str, Any], remaining: float) -> EventStream:
+        return await client.messages.create(**params, stream=True, timeout=remaining)
+
+    def _accumulator(self) -> _Accumulator:
+        return _Accumulator()
+
+    def _map_sdk_error(self, exc: anthropic.APIError) -> Exception:
+        if isinstance(exc, anthropic.APITimeoutError):
+            return TimeoutError()
+        if isinstance(exc, anthropic.APIStatusError):
+            return classify_status(
+                self.name,
+                exc.status_code,
+                exc.api_message or _body_message(exc.body) or exc.message,
+                error_type=exc.type or _body_type(exc.body),
+                headers=exc.response.headers,
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            return self._connection_failed(exc)
+        return malformed_response(self.name, str(exc))
 
 
 def build_params(request: ModelRequest) -> dict[str, Any]:

@@ -12,13 +12,12 @@ than the rest of a turn (``bench/bench_telegram.py``; see ``bench/README.md``).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 import openai
-import pydantic
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from gateway.config import ProviderSettings
@@ -26,20 +25,13 @@ from gateway.runtime.model import (
     ChatMessage,
     ModelRequest,
     ModelResponse,
-    TextDelta,
     ToolCall,
     ToolSpec,
     Usage,
 )
-from gateway.runtime.providers.retry import (
-    RetryableFailure,
-    RetryPolicy,
-    StreamTracker,
-    classify_status,
-    malformed_response,
-    run_with_retries,
-)
+from gateway.runtime.providers.retry import RetryableFailure, classify_status, malformed_response
 from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text
+from gateway.runtime.providers.streaming import EventStream, StreamingProvider
 from gateway.runtime.providers.tool_arguments import parse_tool_arguments
 
 OFFICIAL_HOST = "api.openai.com"
@@ -53,126 +45,73 @@ STOP_REASONS = {
 }
 
 
-class OpenAIProvider:
-    """A configured ``type: openai`` provider.
-
-    A missing ``api_key`` is sent as ``"none"``: local servers ignore it. The SDK's own
-    retries are off; :func:`~gateway.runtime.providers.retry.run_with_retries` retries 429,
-    5xx and connection errors instead.
-
-    Args:
-        name (:obj:`str`): The key under ``providers`` in talon.yaml.
-        settings (:class:`~gateway.config.ProviderSettings`): ``api_key``, ``base_url``,
-            ``timeout``, ``max_retries``.
-        backoff_base (:obj:`float`, optional): First retry delay without ``retry-after``.
-        retry_after_cap (:obj:`float`, optional): Longest wait honoured from ``retry-after``.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        settings: ProviderSettings,
-        *,
-        backoff_base: float = 0.5,
-        retry_after_cap: float = 60.0,
-    ) -> None:
-        self.name = name
-        self._timeout = settings.timeout
-        self._policy = RetryPolicy(
-            max_retries=settings.max_retries, backoff_base=backoff_base, retry_after_cap=retry_after_cap
-        )
-        self._client = _Client(
-            api_key=settings.api_key or "none",
-            base_url=settings.base_url,
-            timeout=settings.timeout,
-            max_retries=0,
-        )
-        # OpenAI's own API rejects max_tokens for newer models; compatible servers
-        # (Ollama, llama.cpp, older vLLM) know only max_tokens.
-        official = self._client.base_url.host == OFFICIAL_HOST
-        self._max_tokens_key = "max_completion_tokens" if official else "max_tokens"
-
-    async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
-        """Stream one Chat Completions call and return the whole response.
-
-        Raises:
-            :class:`~gateway.runtime.model.ProviderError`: See
-            :func:`~gateway.runtime.providers.retry.run_with_retries`.
-        """
-        params = build_params(request, max_tokens_key=self._max_tokens_key)
-        tracker = StreamTracker()
-
-        async def attempt(remaining: float) -> ModelResponse:
-            return await self._attempt(params, remaining, on_text, tracker)
-
-        return await run_with_retries(
-            attempt,
-            self._policy,
-            provider=self.name,
-            timeout=min(self._timeout, request.timeout),
-            tracker=tracker,
-        )
-
-    async def aclose(self) -> None:
-        """Close the SDK client and its connections."""
-        await self._client.close()
-
-    async def _attempt(
-        self,
-        params: dict[str, Any],
-        remaining: float,
-        on_text: TextDelta | None,
-        tracker: StreamTracker,
-    ) -> ModelResponse:
-        acc = _Accumulator()
-        try:
-            stream = await self._client.post(
-                "/chat/completions",
-                body=params,
-                cast_to=ChatCompletion,
-                stream=True,
-                stream_cls=openai.AsyncStream[ChatCompletionChunk],
-                options={"timeout": remaining, "security": {"bearer_auth": True}},
-            )
-            try:
-                async for chunk in stream:
-                    text = acc.feed(chunk)
-                    if text and on_text is not None:
-                        tracker.started = True
-                        await on_text(text)
-                tail = acc.finish()
-                if tail and on_text is not None:
-                    tracker.started = True
-                    await on_text(tail)
-            finally:
-                await stream.close()
-        except (openai.APITimeoutError, httpx2.TimeoutException):
-            raise TimeoutError from None  # the shared loop reports it with the configured timeout
-        except openai.APIStatusError as exc:
-            raise classify_status(
-                self.name,
-                exc.status_code,
-                _body_message(exc.body) or exc.message,
-                error_type=exc.type or exc.code,
-                headers=exc.response.headers,
-            ) from None
-        except (openai.APIConnectionError, httpx2.TransportError) as exc:
-            raise RetryableFailure(f"model provider {self.name!r}: connection failed: {exc}") from None
-        except (openai.APIResponseValidationError, json.JSONDecodeError, pydantic.ValidationError) as exc:
-            detail = f"invalid JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise malformed_response(self.name, detail) from None
-        except openai.APIError as exc:
-            # An error object inside a 200 stream.
-            raise classify_status(self.name, 200, exc.message, error_type=exc.type or exc.code) from None
-        return acc.result(self.name)
-
-
 class _Client(openai.AsyncOpenAI):
     """The SDK's client, reading streams as valid UTF-8 (see
     :class:`~gateway.runtime.providers.stream_text.ValidUTF8Decoder`)."""
 
     def _make_sse_decoder(self) -> Any:
         return ValidUTF8Decoder(super()._make_sse_decoder())
+
+
+class OpenAIProvider(StreamingProvider[_Client]):
+    """A configured ``type: openai`` provider (see
+    :class:`~gateway.runtime.providers.streaming.StreamingProvider` for the arguments).
+
+    A missing ``api_key`` is sent as ``"none"``: local servers ignore it. Retries 429, 5xx
+    and connection errors.
+    """
+
+    kind = "openai"
+    sdk_error = openai.APIError
+
+    def _make_client(self, settings: ProviderSettings) -> _Client:
+        return _Client(
+            api_key=settings.api_key or "none",
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,
+        )
+
+    @functools.cached_property
+    def _max_tokens_key(self) -> str:
+        # OpenAI's own API rejects max_tokens for newer models; compatible servers
+        # (Ollama, llama.cpp, older vLLM) know only max_tokens.
+        official = self._client is not None and self._client.base_url.host == OFFICIAL_HOST
+        return "max_completion_tokens" if official else "max_tokens"
+
+    def _build_params(self, request: ModelRequest) -> dict[str, Any]:
+        return build_params(request, max_tokens_key=self._max_tokens_key)
+
+    async def _open_stream(self, client: _Client, params: dict[str, Any], remaining: float) -> EventStream:
+        return await client.post(
+            "/chat/completions",
+            body=params,
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            options={"timeout": remaining, "security": {"bearer_auth": True}},
+        )
+
+    def _accumulator(self) -> _Accumulator:
+        return _Accumulator()
+
+    def _map_sdk_error(self, exc: openai.APIError) -> Exception:
+        if isinstance(exc, openai.APITimeoutError):
+            return TimeoutError()
+        if isinstance(exc, openai.APIStatusError):
+            return classify_status(
+                self.name,
+                exc.status_code,
+                _body_message(exc.body) or exc.message,
+                error_type=exc.type or exc.code,
+                headers=exc.response.headers,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return self._connection_failed(exc)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return malformed_response(self.name, str(exc))
+        # An error object inside a 200 stream.
+        return classify_status(self.name, 200, exc.message, error_type=exc.type or exc.code)
 
 
 def build_params(request: ModelRequest, *, max_tokens_key: str = "max_tokens") -> dict[str, Any]:
