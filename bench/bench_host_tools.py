@@ -40,6 +40,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 
 from gateway.config import load_settings
+from gateway.labels import KNOWN_LABELS
 from gateway.personas import load_personas
 from gateway.store.db import DB_FILE, open_database
 from tests.e2e.daemon import TALON, Daemon, talon_env
@@ -47,7 +48,6 @@ from tests.harness import write_config
 from tools import registry
 from tools.base import ToolContext
 from tools.bridge import Bridge
-from tools.capabilities import KNOWN_LABELS
 
 PROVIDER = {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "none"}
 MCP_PROTOCOL = "2025-06-18"

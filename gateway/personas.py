@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.config import ConfigError, Settings, load_env, substitute_env
+from gateway.labels import label_problem
 
 log = logging.getLogger("talon.personas")
 
@@ -145,8 +146,6 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
             where,
             var,
         )
-    from tools.capabilities import label_problem  # tools may not be imported at module load
-
     for i, label in enumerate(spec.capabilities):
         why = label_problem(label)
         if why:

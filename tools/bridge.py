@@ -5,9 +5,9 @@ over the bridge socket, goes through :meth:`Bridge.call`:
 
 1. the caller's run identity must be registered (and, over the socket, proven with the
    run's secret, thread and persona: :meth:`Bridge.authenticate`);
-2. the tool must be one the persona may list (:func:`tools.capabilities.may_list`);
+2. the tool must be one the persona may list (:func:`gateway.labels.may_list`);
 3. the arguments must fit the tool's JSON schema;
-4. :func:`tools.capabilities.check` must allow the call, scope included;
+4. :func:`gateway.labels.check` must allow the call, scope included;
 5. the handler runs under the tool's timeout.
 
 Each refusal, each permission and each result status is written to the audit log.
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.labels import Decision, check, may_list
 from gateway.runtime.agent import tool_result_text
-from tools import capabilities
 from tools.arguments import ArgumentChecker
 from tools.audit import AuditEntry, AuditLog, summarize_args
 from tools.base import HostServices, HostTool, ToolContext, ToolError
@@ -143,7 +143,7 @@ class Bridge:
         # Decisions that do not depend on the arguments, per (labels, tool): a persona's
         # labels are fixed while the daemon runs.
         self._listable: dict[tuple[tuple[str, ...], str], bool] = {}
-        self._unscoped: dict[tuple[tuple[str, ...], str], capabilities.Decision] = {}
+        self._unscoped: dict[tuple[tuple[str, ...], str], Decision] = {}
 
     # ------------------------------------------------------------ identities
 
@@ -244,20 +244,20 @@ class Bridge:
             return []
         return [t for t in self._tools if self._may_list(persona, t)]
 
-    def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> capabilities.Decision:
+    def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> Decision:
         if tool.scope_arg is not None:
-            return capabilities.check(persona.capabilities, tool, args)
+            return check(persona.capabilities, tool, args)
         key = (persona.capabilities, tool.mcp_name)
         decision = self._unscoped.get(key)
         if decision is None:
-            decision = self._unscoped[key] = capabilities.check(persona.capabilities, tool, args)
+            decision = self._unscoped[key] = check(persona.capabilities, tool, args)
         return decision
 
     def _may_list(self, persona: Persona, tool: HostTool) -> bool:
         key = (persona.capabilities, tool.mcp_name)
         listable = self._listable.get(key)
         if listable is None:
-            listable = self._listable[key] = capabilities.may_list(persona.capabilities, tool)
+            listable = self._listable[key] = may_list(persona.capabilities, tool)
         return listable
 
     async def call(self, identity: RunIdentity, name: str, args: Any) -> CallResult:
@@ -278,7 +278,7 @@ class Bridge:
             return CallResult(f"unknown tool {shown!r}; available: {names}", True, True, unknown_tool=True)
         labels = persona.capabilities
         if not self._may_list(persona, tool):
-            reason = capabilities.check(labels, tool, {}).reason
+            reason = check(labels, tool, {}).reason
             self._record(identity, tool.mcp_name, "refused", detail=reason)
             return CallResult(reason, True, refused=True, unknown_tool=True)
         problem = self._checkers[tool.mcp_name].problem(args)

@@ -16,7 +16,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from tools import capabilities
+from gateway.labels import may_list
 from tools.base import HostTool
 
 __all__ = ["OVERRIDE_DIR", "ToolInstructions", "read_instruction_file"]
@@ -83,7 +83,7 @@ class ToolInstructions:
         labels = tuple(labels)
         out: dict[str, str] = {}
         for tool in self._tools:
-            if tool.prefix in out or not capabilities.may_list(labels, tool):
+            if tool.prefix in out or not may_list(labels, tool):
                 continue
             text = self._texts.get(tool.prefix)
             if text is not None:

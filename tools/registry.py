@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gateway.labels import KNOWN_LABELS, may_list
 from tools import (
     background_agent,
     channel_send,
@@ -22,7 +23,6 @@ from tools import (
     subagent_invoke,
 )
 from tools.base import HostTool
-from tools.capabilities import KNOWN_LABELS, may_list
 
 __all__ = ["all_tools", "by_internal_name", "by_mcp_name", "tools_for"]
 

@@ -37,6 +37,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.config import ConfigError
+from gateway.labels import label_problem
 
 __all__ = [
     "MAX_TIMEOUT",
@@ -123,8 +124,6 @@ class _FrontMatter(BaseModel):
     @field_validator("required_capabilities")
     @classmethod
     def _labels(cls, value: list[str]) -> list[str]:
-        from tools.capabilities import label_problem  # tools may not be imported at module load
-
         for label in value:
             problem = label_problem(label)
             if problem:

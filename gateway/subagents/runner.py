@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.config import ConfigError, Settings, load_env
+from gateway.labels import ANY, parse_label
 from gateway.runtime.model import ChatMessage, ModelProvider, ModelRequest, ProviderError
 from gateway.subagents.base import (
     Behaviour,
@@ -78,8 +79,6 @@ async def _generic(call: Invocation) -> SubagentResult:
 
 def _holds(labels: Sequence[str], required: str) -> bool:
     """Whether ``labels`` grant ``required`` (same prefix; same scope, or ``*``)."""
-    from tools.capabilities import ANY, parse_label  # tools may not be imported at module load
-
     want = parse_label(required)
     if want is None:
         return False

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from gateway.labels import KNOWN_LABELS
 from tests.integration.host_tools.conftest import BridgeEnv, make_bridge_env
 from tools import registry
 from tools.base import HostTool
-from tools.capabilities import KNOWN_LABELS
 
 # Valid arguments for each tool: the call must get past schema validation to the decision.
 SAMPLE_ARGS: dict[str, dict[str, Any]] = {

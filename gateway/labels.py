@@ -1,12 +1,15 @@
 """Capability labels: the grammar ``domain.action[:scope]`` and the one decision function.
 
 A persona's ``capabilities`` list holds labels such as ``channel.send:team-slack`` or
-``db.query:own``. A host tool is listed to a persona only when one of its labels carries the
+``db.query:own``. A tool is listed to a persona only when one of its labels carries the
 tool's prefix, and the bridge asks :func:`check` again before running the tool, this time
 enforcing the label's scope against the call's arguments. Both paths go through
 :func:`_grants`, so listing and execution can never disagree.
 
 Invalid labels grant nothing; the persona loader reports them through :func:`label_problem`.
+
+This module imports nothing from ``gateway``, ``connectors`` or ``tools``: the persona loader
+and the tool registry both build on it. A tool is anything shaped like :class:`LabelledTool`.
 """
 
 from __future__ import annotations
@@ -15,12 +18,19 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from tools.base import HostTool
-
-__all__ = ["KNOWN_LABELS", "Decision", "ParsedLabel", "check", "label_problem", "may_list", "parse_label"]
+__all__ = [
+    "ANY",
+    "KNOWN_LABELS",
+    "Decision",
+    "LabelledTool",
+    "ParsedLabel",
+    "check",
+    "label_problem",
+    "may_list",
+    "parse_label",
+]
 
 ANY = "*"
 _NAMED = "<name>"  # the scope is ``*`` or a name chosen by the operator
@@ -62,6 +72,22 @@ class Decision:
 
     allowed: bool
     reason: str
+
+
+class LabelledTool(Protocol):
+    """What the decision reads of a tool (:class:`tools.base.HostTool` has it)."""
+
+    @property
+    def mcp_name(self) -> str:
+        """The name the model calls the tool by."""
+
+    @property
+    def prefix(self) -> str:
+        """The capability prefix a label must carry (``channel.send``)."""
+
+    @property
+    def scope_arg(self) -> str | None:
+        """The argument a label's scope restricts, or ``None``."""
 
 
 def _usage(prefix: str) -> str:
@@ -133,17 +159,17 @@ def _grants(labels: Iterable[str], prefix: str) -> list[ParsedLabel]:
     return found
 
 
-def may_list(labels: Iterable[str], tool: HostTool) -> bool:
+def may_list(labels: Iterable[str], tool: LabelledTool) -> bool:
     """Whether ``tool`` is offered to a persona holding ``labels``.
 
     Args:
         labels (Iterable[:obj:`str`]): The persona's capability labels.
-        tool (:class:`tools.base.HostTool`): The tool in question.
+        tool (:class:`LabelledTool`): The tool in question.
     """
     return bool(_grants(labels, tool.prefix))
 
 
-def check(labels: Iterable[str], tool: HostTool, args: Mapping[str, Any]) -> Decision:
+def check(labels: Iterable[str], tool: LabelledTool, args: Mapping[str, Any]) -> Decision:
     """Decide whether a persona holding ``labels`` may call ``tool`` with ``args``.
 
     The tool must be listable (:func:`may_list`), and when the tool has a ``scope_arg`` the
@@ -152,7 +178,7 @@ def check(labels: Iterable[str], tool: HostTool, args: Mapping[str, Any]) -> Dec
 
     Args:
         labels (Iterable[:obj:`str`]): The persona's capability labels.
-        tool (:class:`tools.base.HostTool`): The tool being called.
+        tool (:class:`LabelledTool`): The tool being called.
         args (Mapping[:obj:`str`, Any]): The call's arguments.
 
     Returns:
