@@ -60,9 +60,7 @@ class IntakeLimits:
         rate = self.limits(event.channel).rate
         if rate is None:
             return PROMPT
-        return self._rates.pace(
-            event.thread_key, event.sender.id, in_group=event.chat_type != "dm", rate=rate, now=now
-        )
+        return self._rates.pace(event.thread_key, event.sender.id, event.chat_type != "dm", rate, now)
 
     def notice(self, event: InboundEvent, pace: Pace, now: float) -> str | None:
         """The slow-down notice for a deferred message: once per sender (or, when the whole

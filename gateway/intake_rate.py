@@ -16,7 +16,7 @@ keeps the intake path at one transaction per event.
 
 from __future__ import annotations
 
-from bisect import insort
+from collections import deque
 from typing import Literal, NamedTuple
 
 from connectors.base import ThreadKey
@@ -47,33 +47,36 @@ _PROMPT_CATCH_UP = Pace(0.0, catch_up=True)
 
 class _Window:
     """One key's recent message times (a sliding-window log, oldest first, at most
-    ``limit`` of them) and the batch it has waiting, if any."""
+    ``limit`` of them) and the turn it has waiting, if any."""
 
     __slots__ = ("limit", "times", "waiting_thread", "waiting_until", "window")
 
     def __init__(self, limit: int, window: float) -> None:
         self.limit = limit
         self.window = window
-        self.times: list[float] = []
+        self.times: deque[float] = deque(maxlen=limit)
         self.waiting_thread: _Where | None = None
         self.waiting_until = 0.0
 
-    def joins(self, thread: _Where, now: float) -> bool:
-        return self.waiting_until > now and self.waiting_thread == thread
-
-    def earliest(self, thread: _Where, now: float) -> float:
-        free = now if len(self.times) < self.limit else max(now, self.times[0] + self.window)
-        if free > now and self.joins(thread, now):
+    def due(self, thread: _Where, now: float) -> float:
+        """The earliest time one more message fits."""
+        if len(self.times) < self.limit or (free := self.times[0] + self.window) <= now:
+            return now
+        if self.waiting_until > now and self.waiting_thread == thread:
             return min(free, self.waiting_until)  # join the waiting turn rather than wait for a slot
         return free
 
     def take(self, at: float, thread: _Where, now: float) -> None:
-        if at == self.waiting_until and self.joins(thread, now):
-            return  # one more message for a turn already counted
-        insort(self.times, at)
-        del self.times[: -self.limit]
+        """Count a message due at ``at``."""
         if at > now:
+            if at == self.waiting_until and self.waiting_thread == thread:
+                return  # one more message for a turn already counted
             self.waiting_thread, self.waiting_until = thread, at
+        times = self.times
+        if times and at < times[-1]:  # due before a turn waiting elsewhere: keep the log in order
+            self.times = deque(sorted((*times, at))[-self.limit :], maxlen=self.limit)
+        else:
+            times.append(at)
 
     def idle(self, now: float) -> bool:
         return self.waiting_until <= now and (not self.times or self.times[-1] + self.window <= now)
@@ -89,7 +92,7 @@ class RateLimiter:
         self._swept = 0.0
 
     def pace(
-        self, thread: ThreadKey, sender_id: str, *, in_group: bool, rate: RateLimitSettings, now: float
+        self, thread: ThreadKey, sender_id: str, in_group: bool, rate: RateLimitSettings, now: float
     ) -> Pace:
         """Count one message that wants a reply and return when it is due."""
         if now - self._swept >= 60.0:
@@ -100,17 +103,18 @@ class RateLimiter:
         room = self._window(("c", channel, chat), rate.per_chat, rate)
         at, reason = now, None
         # The later of the two limits decides; the sender's wins a tie, as the likelier cause.
-        if user is not None and (due := user.earliest(where, now)) > at:
+        if user is not None and (due := user.due(where, now)) > at:
             at, reason = due, "sender"
-        if room is not None and (due := room.earliest(where, now)) > at:
+        if room is not None and (due := room.due(where, now)) > at:
             at, reason = due, "chat"
-        for window in (user, room):
-            if window is not None:
-                window.take(at, where, now)
+        if user is not None:
+            user.take(at, where, now)
+        if room is not None:
+            room.take(at, where, now)
         if reason is None:
-            return _PROMPT_CATCH_UP if self._waiting.pop(where, 0.0) > now else PROMPT
+            return _PROMPT_CATCH_UP if self._waiting and self._waiting.pop(where, 0.0) > now else PROMPT
         self._waiting[where] = max(at, self._waiting.get(where, 0.0))
-        return Pace(at, deferred=True, reason=reason)
+        return Pace(at, True, False, reason)
 
     def should_notify(self, who: tuple[str, ...], window: float, now: float) -> bool:
         """True once per ``window`` for ``who`` (a sender, or a whole chat)."""

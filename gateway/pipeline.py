@@ -107,7 +107,9 @@ class Pipeline:
         thread_id, message_id = row
         if pace.deferred:
             self._wake_at(thread_id, pace.available_at)
-            await self._tell_slowed(event, pace, thread_id)
+            notice = self.limits.notice(event, pace, time.time())
+            if notice is not None:
+                await self._tell_slowed(event, pace, notice, thread_id)
         elif status is IntakeStatus.ACCEPTED:
             self.on_queued(thread_id)
         elif status is IntakeStatus.UNROUTED:
@@ -130,10 +132,7 @@ class Pipeline:
         delay = max(0.0, at - time.time())
         self._wakes[(thread_id, at)] = asyncio.get_running_loop().call_later(delay, wake)
 
-    async def _tell_slowed(self, event: InboundEvent, pace: Pace, thread_id: int) -> None:
-        text = self.limits.notice(event, pace, time.time())
-        if text is None:
-            return
+    async def _tell_slowed(self, event: InboundEvent, pace: Pace, text: str, thread_id: int) -> None:
         log.info(
             "messages over the %s rate; answering them together later",
             pace.reason,
