@@ -5,6 +5,8 @@ the window has room again, and the messages that wait for the same moment in the
 thread are taken into one turn by the queue, so the model runs at most about the rate
 however fast people write. Each message counts as it arrives; messages that join a
 batch already waiting in their thread cost nothing more, since they add no model run.
+A message that is due at once in a thread where others wait takes them along into its
+turn, so one fast sender does not hold up the rest of a group.
 
 The counts are kept in memory, per process: a restart forgets how fast anyone was
 sending, so a sender may get up to one more window of prompt answers after it. That is
