@@ -9,25 +9,21 @@ one line; the server answers with one or more JSON lines, the last one carrying
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from connectors.base import IntakeStatus
 from connectors.console import ConsoleConnector
 from gateway.events import EventBus
-from gateway.jsonsafe import JSONInputError, loads, read_line
+from gateway.ndjson_socket import NDJSONServer, Reply
 
 log = logging.getLogger("talon.control")
 
 SOCKET_NAME = "control.sock"
 MAX_LINE = 1_000_000
-
-Reply = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ControlTarget(Protocol):
@@ -45,78 +41,28 @@ class ControlTarget(Protocol):
         """Ops added by other parts (host tools); False when unknown."""
 
 
-class ControlServer:
+class ControlServer(NDJSONServer):
+    """Serves the control ops for ``target`` on the socket at ``path``.
+
+    Requests on one connection are answered in order, each to its ``done`` or ``error``
+    line; the next line is read once the one before it is answered.
+    """
+
     def __init__(self, path: Path, target: ControlTarget):
-        self.path = path
+        super().__init__(path, max_line=MAX_LINE)
         self.target = target
-        self._server: asyncio.AbstractServer | None = None
-        self._clients: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        old_umask = os.umask(0o177)  # the socket is created 0600: only the owner may connect
-        try:
-            self._server = await asyncio.start_unix_server(self._client, path=str(self.path), limit=MAX_LINE)
-        finally:
-            os.umask(old_umask)
-        os.chmod(self.path, 0o600)
+    def encode(self, reply: dict[str, Any]) -> bytes:
+        return json.dumps(reply, default=str).encode()
 
-    def stop_listening(self) -> None:
-        """No new clients; those connected keep their streams until :meth:`stop`."""
-        if self._server:
-            self._server.close()
+    def refusal(self, reason: str, *, too_long: bool) -> dict[str, Any]:
+        return {"type": "error", "error": f"malformed request: {reason}"}
 
-    async def stop(self) -> None:
-        if self._server:
-            self._server.close()
-            for task in list(self._clients):
-                task.cancel()
-            await asyncio.gather(*self._clients, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-            self._server = None
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+    def failure(self, request: dict[str, Any], exc: Exception) -> dict[str, Any]:
+        log.exception("control request %r failed", request.get("op"))
+        return {"type": "error", "error": f"{type(exc).__name__}: {exc}"}
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._clients.add(task)
-
-        async def reply(obj: dict[str, Any]) -> None:
-            writer.write(json.dumps(obj, default=str).encode() + b"\n")
-            await writer.drain()
-
-        try:
-            while True:
-                try:
-                    line = await read_line(reader, MAX_LINE)
-                    if line is None:
-                        break
-                    request = loads(line, max_bytes=MAX_LINE)
-                except JSONInputError as exc:  # the framing is intact: the next line is served
-                    await reply({"type": "error", "error": f"malformed request: {exc}"})
-                    continue
-                if not isinstance(request, dict):
-                    await reply({"type": "error", "error": "malformed request: a request is a JSON object"})
-                    continue
-                try:
-                    await self._handle(request, reply)
-                except (ConnectionError, asyncio.IncompleteReadError):
-                    raise
-                except Exception as exc:
-                    log.exception("control request %r failed", request.get("op"))
-                    await reply({"type": "error", "error": f"{type(exc).__name__}: {exc}"})
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError, asyncio.CancelledError):
-            pass  # the client left, or the daemon is stopping
-        finally:
-            self._clients.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-
-    async def _handle(self, req: dict[str, Any], reply: Reply) -> None:
+    async def handle_request(self, req: dict[str, Any], reply: Reply) -> None:
         op = req.get("op")
         if op == "ping":
             await reply({"type": "done", "pid": os.getpid()})

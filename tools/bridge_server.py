@@ -22,16 +22,13 @@ Nothing a client sends can stop the server.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gateway.jsonsafe import JSONInputError, loads, read_line
+from gateway.ndjson_socket import NDJSONServer, Reply
 from tools.bridge import Bridge, BridgeAuthError
 
 __all__ = ["MAX_LINE", "SOCKET_NAME", "BridgeServer"]
@@ -43,7 +40,7 @@ MAX_LINE = 1 << 20  # one request; a tool's arguments are far smaller
 MAX_IN_FLIGHT = 16
 
 
-class BridgeServer:
+class BridgeServer(NDJSONServer):
     """Serves :class:`tools.bridge.Bridge` on a Unix socket.
 
     Args:
@@ -62,99 +59,24 @@ class BridgeServer:
         instructions: Callable[[str], Sequence[str]] | None = None,
         max_line: int = MAX_LINE,
     ):
-        self.path = path
+        super().__init__(path, max_line=max_line, max_in_flight=MAX_IN_FLIGHT, skip_blank_lines=True)
         self.bridge = bridge
         self.instructions = instructions
-        self.max_line = max_line
-        self._server: asyncio.AbstractServer | None = None
-        self._connections: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        """Listen (replacing a stale socket file left by a crashed daemon)."""
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        old_umask = os.umask(0o177)  # created 0600 from the start: no window for another user
-        try:
-            self._server = await asyncio.start_unix_server(
-                self._connection, path=str(self.path), limit=self.max_line
-            )
-        finally:
-            os.umask(old_umask)
-        os.chmod(self.path, 0o600)
+    def encode(self, reply: dict[str, Any]) -> bytes:
+        return json.dumps(reply, ensure_ascii=False).encode()
 
-    async def stop(self) -> None:
-        """Stop listening, cancel open connections (and their calls), remove the socket."""
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
-                task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
-            self._server = None
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
+    def refusal(self, reason: str, *, too_long: bool) -> dict[str, Any]:
+        if too_long:
+            return _error(None, "too_large", f"request {reason}")
+        return _error(None, "bad_request", f"malformed request: {reason}")
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        write_lock = asyncio.Lock()
-        slots = asyncio.Semaphore(MAX_IN_FLIGHT)
-        calls: set[asyncio.Task[None]] = set()
+    def failure(self, request: dict[str, Any], exc: Exception) -> dict[str, Any]:
+        log.exception("bridge request failed")
+        return _error(request.get("id"), "internal", "internal error")
 
-        async def send(obj: dict[str, Any]) -> None:
-            async with write_lock:
-                writer.write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
-                await writer.drain()
-
-        async def serve(request: dict[str, Any]) -> None:
-            try:
-                await send(await self._answer(request))
-            except (ConnectionError, asyncio.CancelledError):
-                pass
-            except Exception:  # one request's failure never takes the connection down
-                log.exception("bridge request failed")
-                with contextlib.suppress(Exception):
-                    await send(
-                        {"id": request.get("id"), "ok": False, "code": "internal", "error": "internal error"}
-                    )
-            finally:
-                slots.release()
-
-        try:
-            while True:
-                try:
-                    line = await read_line(reader, self.max_line)
-                except JSONInputError as exc:
-                    await send(_error(None, "too_large", f"request {exc}"))
-                    continue
-                if line is None:
-                    break
-                if not line.strip():
-                    continue
-                request = _parse(line, self.max_line)
-                if isinstance(request, str):
-                    await send(_error(None, "bad_request", request))
-                    continue
-                await slots.acquire()
-                call = asyncio.create_task(serve(request))
-                calls.add(call)
-                call.add_done_callback(calls.discard)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:
-            # stop() ends connections by cancelling them; ending normally keeps asyncio's
-            # stream callback from reporting the cancellation as an error.
-            pass
-        finally:
-            for call in list(calls):
-                call.cancel()  # the caller is gone: nobody would read the result
-            await asyncio.gather(*calls, return_exceptions=True)
-            self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+    async def handle_request(self, request: dict[str, Any], reply: Reply) -> None:
+        await reply(await self._answer(request))
 
     async def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
         rid = request.get("id")
@@ -195,17 +117,6 @@ class BridgeServer:
             "is_error": result.is_error,
             "unknown_tool": result.unknown_tool,
         }
-
-
-def _parse(line: bytes, max_line: int) -> dict[str, Any] | str:
-    """The request object, or why it is malformed."""
-    try:
-        request = loads(line, max_bytes=max_line)
-    except JSONInputError as exc:
-        return f"malformed request: {exc}"
-    if not isinstance(request, dict):
-        return "malformed request: a request is a JSON object"
-    return request
 
 
 def _error(rid: Any, code: str, message: str) -> dict[str, Any]:
