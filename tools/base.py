@@ -56,7 +56,7 @@ ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
 
 @dataclass(frozen=True, slots=True)
 class HostTool:
-    """One host tool. Each tool module defines one ``TOOL``; ``tools.registry`` collects them.
+    """One tool. Each tool module defines one ``TOOL``; its family lists them in ``TOOLS``.
 
     ``prefix`` is the capability prefix a persona's label must carry (``channel.send`` for
     ``channel.send:*``); several tools may share one (``persona.send``).

@@ -2,9 +2,10 @@
 
 For each capability prefix (``channel.send``, ``memory.access``, ...) the text comes from
 ``templates/tool-instructions/<prefix>.md`` in the config dir when that file is usable,
-otherwise from the packaged default ``tools/instructions/<prefix>.md``. A usable file
-starts with a ``##`` heading (one that does not is ignored with a warning naming it);
-empty and missing files are ignored. Files are read once, when the daemon starts.
+otherwise from the packaged default: ``instructions/<prefix>.md`` in the package of the tool's
+family (:func:`tools.registry.packaged_instructions`). A usable file starts with a ``##``
+heading (one that does not is ignored with a warning naming it); empty and missing files are
+ignored. Files are read once, when the daemon starts.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from gateway.labels import may_list
 from tools.base import HostTool
+from tools.registry import packaged_instructions
 
 __all__ = ["OVERRIDE_DIR", "ToolInstructions", "read_instruction_file"]
 
@@ -65,12 +66,12 @@ class ToolInstructions:
             config_dir (:class:`pathlib.Path`): The directory of ``talon.yaml``.
             tools (Sequence[:class:`tools.base.HostTool`]): The tools on offer.
         """
-        packaged = resources.files("tools.instructions")
         texts: dict[str, str] = {}
         for prefix in dict.fromkeys(t.prefix for t in tools):
             text = read_instruction_file(config_dir / OVERRIDE_DIR / f"{prefix}.md")
-            if text is None:
-                text = read_instruction_file(packaged / f"{prefix}.md")
+            packaged = packaged_instructions(prefix)
+            if text is None and packaged is not None:
+                text = read_instruction_file(packaged)
             if text is not None:
                 texts[prefix] = text
         return cls(texts, tools)

@@ -1,30 +1,29 @@
-"""The one table of host tools: MCP name <-> internal name <-> capability prefix.
+"""The one table of tools: MCP name <-> internal name <-> capability prefix.
 
-Each tool module defines ``TOOL`` (a :class:`tools.base.HostTool`); this module collects them
-in a fixed order and is the only place that lists them. The table is checked when it is
-built: names must be unique and every prefix must be a known capability label.
+Tools come in families, each a package of ``tools`` with a ``TOOLS`` sequence of
+:class:`tools.base.HostTool` and an ``instructions/`` folder of ``<capability.prefix>.md``
+files (the packaged defaults of :mod:`tools.instruction_files`). Adding a family is one import
+and one entry in ``_FAMILIES``; the table lists the families' tools in that order.
+
+The table is checked when it is built: names must be unique, every prefix must be a known
+capability label, and each instruction file must belong to a prefix of its own family's tools
+and be shipped by one family only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from importlib.resources.abc import Traversable
+from types import ModuleType
 
 from gateway.labels import KNOWN_LABELS, may_list
-from tools import (
-    background_agent,
-    channel_send,
-    db_query,
-    memory_access,
-    net_http,
-    persona_list,
-    persona_send,
-    persona_task_status,
-    schedule_manage,
-    subagent_invoke,
-)
+from tools import host
 from tools.base import HostTool
 
-__all__ = ["all_tools", "by_internal_name", "by_mcp_name", "tools_for"]
+__all__ = ["all_tools", "by_internal_name", "by_mcp_name", "packaged_instructions", "tools_for"]
+
+_FAMILIES: tuple[ModuleType, ...] = (host,)
 
 
 def _build(tools: Iterable[HostTool]) -> tuple[HostTool, ...]:
@@ -33,34 +32,44 @@ def _build(tools: Iterable[HostTool]) -> tuple[HostTool, ...]:
         names = [getattr(t, attr) for t in table]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
-            raise RuntimeError(f"host tools share the {attr} {', '.join(duplicates)}")
+            raise RuntimeError(f"tools share the {attr} {', '.join(duplicates)}")
     for tool in table:
         if tool.prefix not in KNOWN_LABELS:
-            raise RuntimeError(f"host tool {tool.mcp_name} has the unknown capability prefix {tool.prefix!r}")
+            raise RuntimeError(f"tool {tool.mcp_name} has the unknown capability prefix {tool.prefix!r}")
     return table
 
 
-_TOOLS: tuple[HostTool, ...] = _build(
-    module.TOOL
-    for module in (
-        channel_send,
-        memory_access,
-        db_query,
-        net_http,
-        schedule_manage,
-        subagent_invoke,
-        persona_send,
-        persona_task_status,
-        persona_list,
-        background_agent,
-    )
-)
+def _instruction_files(families: Iterable[ModuleType]) -> Mapping[str, Traversable]:
+    """Each prefix's packaged instruction file, from the family whose tools carry it."""
+    found: dict[str, Traversable] = {}
+    shipped_by: dict[str, str] = {}
+    for family in families:
+        name = family.__name__
+        folder = resources.files(name) / "instructions"
+        if not folder.is_dir():
+            continue
+        prefixes = {t.prefix for t in family.TOOLS}
+        for file in folder.iterdir():
+            if not file.name.endswith(".md"):
+                continue
+            prefix = file.name.removesuffix(".md")
+            if prefix not in prefixes:
+                raise RuntimeError(f"{name} ships {file.name}, but none of its tools has that prefix")
+            if prefix in found:
+                raise RuntimeError(f"{shipped_by[prefix]} and {name} both ship {file.name}")
+            found[prefix] = file
+            shipped_by[prefix] = name
+    return found
+
+
+_TOOLS: tuple[HostTool, ...] = _build(tool for family in _FAMILIES for tool in family.TOOLS)
 _BY_MCP = {t.mcp_name: t for t in _TOOLS}
 _BY_INTERNAL = {t.internal_name: t for t in _TOOLS}
+_INSTRUCTIONS = _instruction_files(_FAMILIES)
 
 
 def all_tools() -> list[HostTool]:
-    """Every host tool, in registry order."""
+    """Every tool, in registry order."""
     return list(_TOOLS)
 
 
@@ -78,3 +87,8 @@ def tools_for(labels: Iterable[str]) -> list[HostTool]:
     """The tools a persona holding ``labels`` may see, in registry order."""
     held = list(labels)
     return [t for t in _TOOLS if may_list(held, t)]
+
+
+def packaged_instructions(prefix: str) -> Traversable | None:
+    """The packaged instruction file of the capability ``prefix``, or ``None`` if none ships."""
+    return _INSTRUCTIONS.get(prefix)

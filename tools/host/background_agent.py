@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext, ToolError
-from tools.delegation_tools import delegation, guarded
+from tools.host.delegation_tools import delegation, guarded
 
 ACTIONS = ("spawn", "status", "cancel", "result", "profiles")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext
-from tools.delegation_tools import delegation
+from tools.host.delegation_tools import delegation
 
 
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext
-from tools.delegation_tools import delegation, guarded
+from tools.host.delegation_tools import delegation, guarded
 
 # await_reply may wait up to the configured maximum (30 min); the bridge's own timeout
 # must not cut it short.

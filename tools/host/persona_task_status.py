@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext, ToolError
-from tools.delegation_tools import delegation, guarded
-from tools.persona_send import AWAIT_CEILING
+from tools.host.delegation_tools import delegation, guarded
+from tools.host.persona_send import AWAIT_CEILING
 
 
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from gateway.store.db import Database
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI
 from tests.unit.subagents.support import Env, add_thread, json_reply, make_persona, request_text
 from tools.base import ToolContext, ToolError
-from tools.subagent_invoke import TOOL
+from tools.host.subagent_invoke import TOOL
 
 
 async def invoke(ctx: ToolContext, name: str, **input: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from tests.unit.subagents.support import (
     request_text,
 )
 from tools.base import ToolContext, ToolError
-from tools.subagent_invoke import TOOL
+from tools.host.subagent_invoke import TOOL
 
 ITEMS = {
     "user.timezone": "Europe/Berlin",

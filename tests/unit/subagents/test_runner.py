@@ -20,7 +20,7 @@ from tests.unit.subagents.support import (
     write_definition,
 )
 from tools.base import ToolContext, ToolError
-from tools.subagent_invoke import TOOL
+from tools.host.subagent_invoke import TOOL
 
 SCHEMA = """
 output_schema:

@@ -20,8 +20,8 @@ from yarl import URL
 
 from gateway.config import NetHttpSettings, Settings
 from gateway.personas import Persona
-from tools import net_http
 from tools.base import ToolContext, ToolError
+from tools.host import net_http
 from tools.ssrf import EgressPolicy, classify, domain_allowed
 
 
