@@ -12,9 +12,7 @@ import asyncio
 import functools
 import getpass
 import uuid
-from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from connectors.base import (
@@ -28,6 +26,7 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from gateway.subscriptions import Subscriptions
 
 Delivery = dict[str, Any]
 
@@ -39,7 +38,7 @@ class ConsoleConnector:
         self.name = name
         self.health = ConnectorHealth()
         self._intake: IntakeHandler | None = None
-        self._listeners: defaultdict[str, set[asyncio.Queue[Delivery]]] = defaultdict(set)
+        self._listeners: Subscriptions[str, Delivery] = Subscriptions()
 
     async def start(self, intake: IntakeHandler) -> None:
         self._intake = intake
@@ -83,27 +82,17 @@ class ConsoleConnector:
 
     async def send(self, item: OutboundChunk) -> SendResult:
         delivery = {"type": "message", "id": item.delivery_id, "text": item.chunk.text}
-        for queue in self._listeners.get(item.thread.chat_id, ()):
-            queue.put_nowait(delivery)
+        self._listeners.publish(item.thread.chat_id, delivery)
         return SendResult.sent(str(item.delivery_id))
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
-        for queue in self._listeners.get(thread.chat_id, ()):
-            queue.put_nowait({"type": "working", "on": working})
+        self._listeners.publish(thread.chat_id, {"type": "working", "on": working})
 
-    @contextmanager
     def attach(
         self, thread: str, queue: asyncio.Queue[Delivery] | None = None
-    ) -> Iterator[asyncio.Queue[Delivery]]:
+    ) -> AbstractContextManager[asyncio.Queue[Delivery]]:
         """Receive this thread's deliveries (into ``queue`` when given) while the context is open."""
-        queue = queue if queue is not None else asyncio.Queue()
-        self._listeners[thread].add(queue)
-        try:
-            yield queue
-        finally:
-            self._listeners[thread].discard(queue)
-            if not self._listeners[thread]:
-                del self._listeners[thread]
+        return self._listeners.subscribe(thread, queue)
 
 
 @functools.cache
