@@ -21,16 +21,16 @@ ChatType = Literal["dm", "group", "channel", "thread"]
 class ThreadKey:
     """Where a conversation lives on a platform. Built only by connectors.
 
-    ``thread_id`` is the Telegram forum topic, the Slack ``thread_ts`` or the Discord
+    ``topic`` is the Telegram forum topic, the Slack ``thread_ts`` or the Discord
     thread id; ``None`` when the chat itself is the thread.
     """
 
     channel: str
     chat_id: str
-    thread_id: str | None = None
+    topic: str | None = None
 
     def __str__(self) -> str:
-        suffix = f"/{self.thread_id}" if self.thread_id else ""
+        suffix = f"/{self.topic}" if self.topic else ""
         return f"{self.channel}:{self.chat_id}{suffix}"
 
 

@@ -34,6 +34,11 @@ def _parser() -> argparse.ArgumentParser:
         "dir", type=Path, help="directory to create (talon.yaml, personas/assistant/, .env.example)"
     )
     p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument(
+        "--data-dir",
+        metavar="PATH",
+        help="data_dir written into talon.yaml (default: data, inside DIR); e.g. /data in a container",
+    )
 
     p = sub.add_parser("run", parents=[common], help="start the daemon in the foreground")
     p.add_argument("--log-format", choices=("text", "json"), default="text", help="json: one object per line")
@@ -111,7 +116,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from gateway.scaffold import write_scaffold
 
     try:
-        written = write_scaffold(args.dir, force=args.force)
+        written = write_scaffold(args.dir, force=args.force, data_dir=args.data_dir)
     except FileExistsError as exc:
         return _fail(f"{exc} exists; use --force to overwrite")
     for path in written:
@@ -226,7 +231,7 @@ def cmd_threads(args: argparse.Namespace) -> int:
         db = await open_database(_settings(args).data_path / DB_FILE, migrate=False)
         try:
             return await db.fetchall(
-                "SELECT t.id, t.channel, t.chat_id, t.thread_ref, t.persona, t.updated_at, "
+                "SELECT t.id, t.channel, t.chat_id, t.topic, t.persona, t.updated_at, "
                 "(SELECT COUNT(*) FROM messages m WHERE m.thread_id = t.id) AS n "
                 "FROM threads t ORDER BY t.updated_at DESC LIMIT ?",
                 (args.limit,),
@@ -237,7 +242,7 @@ def cmd_threads(args: argparse.Namespace) -> int:
     rows = asyncio.run(list_threads())
     print(f"{'ID':>5}  {'CHANNEL':<16} {'CHAT':<24} {'PERSONA':<14} {'MSGS':>5}  UPDATED")
     for r in rows:
-        chat = r["chat_id"] + (f"/{r['thread_ref']}" if r["thread_ref"] else "")
+        chat = r["chat_id"] + (f"/{r['topic']}" if r["topic"] else "")
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["updated_at"]))
         print(f"{r['id']:>5}  {r['channel']:<16} {chat:<24} {r['persona'] or '-':<14} {r['n']:>5}  {when}")
     return 0

@@ -362,7 +362,7 @@ class Gateway:
             raise NotifyError(f"unknown channel {channel!r}; configured channels: {names}")
         origin = (
             await self.db.fetchone(
-                "SELECT channel, chat_id, thread_ref FROM threads WHERE id = ?", (origin_thread_id,)
+                "SELECT channel, chat_id, topic FROM threads WHERE id = ?", (origin_thread_id,)
             )
             if origin_thread_id is not None
             else None
@@ -370,7 +370,7 @@ class Gateway:
         if chat_id:
             key = ThreadKey(channel, str(chat_id))
         elif origin is not None and origin["channel"] == channel:
-            key = ThreadKey(channel, origin["chat_id"], origin["thread_ref"] or None)
+            key = ThreadKey(channel, origin["chat_id"], origin["topic"] or None)
         elif settings.home_chat:
             key = ThreadKey(channel, str(settings.home_chat))
         else:

@@ -41,7 +41,7 @@ class DelegationError(Exception):
 
 def _new_thread(conn: sqlite3.Connection, channel: str, task_id: str, persona: str, now: float) -> int:
     (thread_id,) = conn.execute(
-        "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, title, created_at, updated_at) "
+        "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, title, created_at, updated_at) "
         "VALUES (?, ?, '', 'dm', ?, ?, ?, ?) RETURNING id",
         (channel, task_id, persona, f"{channel} task {task_id}", now, now),
     ).fetchone()

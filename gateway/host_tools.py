@@ -296,8 +296,8 @@ class HostTools:
         now = time.time()
         async with self.db.transaction() as conn:
             rows = await conn.execute_fetchall(
-                "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
-                "VALUES (?, ?, '', 'dm', ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+                "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, created_at, updated_at) "
+                "VALUES (?, ?, '', 'dm', ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
                 "updated_at = excluded.updated_at RETURNING id, persona",
                 (console.name, thread, bound, now, now),
             )

@@ -100,7 +100,7 @@ class RateLimiter:
         if now - self._swept >= 60.0:
             self._sweep(now)
         channel, chat = thread.channel, thread.chat_id
-        where = (channel, chat, thread.thread_id)
+        where = (channel, chat, thread.topic)
         user = self._window(("u", channel, chat, sender_id), rate.per_user, rate) if in_group else None
         room = self._window(("c", channel, chat), rate.per_chat, rate)
         at, reason = now, None

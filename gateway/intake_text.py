@@ -34,8 +34,8 @@ def full_text_path(files_dir: Path, event: InboundEvent) -> Path:
     channel's other inbound files, one name per event."""
     key = event.thread_key
     folder = files_dir / _part(event.channel) / _part(key.chat_id)
-    if key.thread_id:
-        folder = folder / _part(key.thread_id)
+    if key.topic:
+        folder = folder / _part(key.topic)
     return folder / f"message-{_part(event.event_id)}.txt"
 
 

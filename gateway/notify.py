@@ -56,10 +56,10 @@ async def post_to_channel(
     def commit(conn: sqlite3.Connection) -> tuple[int, int, list[int]]:
         now = time.time()
         (thread_id,) = conn.execute(
-            "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
-            "VALUES (?, ?, ?, 'group', ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+            "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, created_at, updated_at) "
+            "VALUES (?, ?, ?, 'group', ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
             "updated_at = excluded.updated_at RETURNING id",
-            (key.channel, key.chat_id, key.thread_id or "", bound, now, now),
+            (key.channel, key.chat_id, key.topic or "", bound, now, now),
         ).fetchone()
         (message_id,) = conn.execute(
             "INSERT INTO messages (thread_id, role, text, persona, created_at) "

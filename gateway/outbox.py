@@ -46,7 +46,7 @@ def enqueue_chunks(
     ids = []
     for seq, chunk in enumerate(chunks):
         (row_id,) = conn.execute(
-            "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, thread_ref, seq, format, "
+            "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
             "text, plain, reply_to, available_at, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
@@ -55,7 +55,7 @@ def enqueue_chunks(
                 message_id,
                 address.key.channel,
                 address.key.chat_id,
-                address.key.thread_id or "",
+                address.key.topic or "",
                 seq,
                 chunk.format,
                 chunk.text,
@@ -169,7 +169,7 @@ class Outbox:
             await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
         item = OutboundChunk(
             delivery_id=row["id"],
-            thread=ThreadKey(row["channel"], row["chat_id"], row["thread_ref"] or None),
+            thread=ThreadKey(row["channel"], row["chat_id"], row["topic"] or None),
             chunk=RenderedChunk(row["text"], row["plain"], row["format"]),
             reply_to=row["reply_to"],
         )

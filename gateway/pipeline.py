@@ -170,11 +170,11 @@ def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] 
     if cur.rowcount == 0:
         return None
     (thread_id,) = conn.execute(
-        "INSERT INTO threads (channel, chat_id, thread_ref, chat_type, persona, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, thread_ref) DO UPDATE SET "
+        "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
         "updated_at = excluded.updated_at, persona = COALESCE(excluded.persona, threads.persona) "
         "RETURNING id",
-        (key.channel, key.chat_id, key.thread_id or "", event.chat_type, persona, now, now),
+        (key.channel, key.chat_id, key.topic or "", event.chat_type, persona, now, now),
     ).fetchone()
     attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
     (message_id,) = conn.execute(

@@ -194,7 +194,7 @@ class TurnRunner(TurnHandler):
         for hook in self.hooks:
             persona, special = await hook.prepare(thread, persona)
             timeout = special or timeout
-        key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
+        key = ThreadKey(thread["channel"], thread["chat_id"], thread["topic"] or None)
         thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
         run_id_var.set(run_id)
         for hook in self.hooks:
@@ -398,7 +398,7 @@ class TurnRunner(TurnHandler):
     async def post_notice(self, thread_id: int, markdown: str) -> list[int]:
         """A short gateway message (not from the model) into a thread."""
         thread = await self._thread(thread_id)
-        key = ThreadKey(thread["channel"], thread["chat_id"], thread["thread_ref"] or None)
+        key = ThreadKey(thread["channel"], thread["chat_id"], thread["topic"] or None)
         connector = self.connectors.get(key.channel)
         if connector is None:
             return []

@@ -1,7 +1,7 @@
 """Discord message -> :class:`InboundEvent`: where it lives, who sent it, what it says.
 
 Thread keys: a message in a guild text channel or a DM is keyed by its channel id; a message
-in a thread is keyed by ``chat_id`` = the thread's parent channel and ``thread_id`` = the
+in a thread is keyed by ``chat_id`` = the thread's parent channel and ``topic`` = the
 thread. So ``allowed_chats`` and bindings that name a channel also cover its threads, and
 every thread is still its own conversation.
 """
@@ -32,7 +32,7 @@ _DOWNLOAD_TIMEOUT = 120.0
 @dataclass(frozen=True, slots=True)
 class Origin:
     chat_id: str
-    thread_id: str | None
+    topic: str | None
     chat_type: ChatType
 
 
@@ -91,7 +91,7 @@ class InboundBuilder:
         channel: the Talon channel name.
         client: the logged-in client (its user is the bot).
         policy: who may reach the bot, and when it answers.
-        files_dir: attachments go to ``files_dir/<channel>/<chat_id>[/<thread_id>]/``.
+        files_dir: attachments go to ``files_dir/<channel>/<chat_id>[/<topic>]/``.
         max_attachment_bytes: larger attachments are skipped and noted in the text.
         sent_ids: the bot's recent message ids (a reply to one of them addresses the bot).
     """
@@ -145,7 +145,7 @@ class InboundBuilder:
         event = InboundEvent(
             channel=self._channel,
             event_id=str(message.id),
-            thread_key=ThreadKey(self._channel, origin.chat_id, origin.thread_id),
+            thread_key=ThreadKey(self._channel, origin.chat_id, origin.topic),
             chat_type=origin.chat_type,
             sender=sender,
             text=text,
@@ -205,8 +205,8 @@ class InboundBuilder:
         if not message.attachments:
             return saved, notes
         folder = self._files_dir / self._channel / origin.chat_id
-        if origin.thread_id:
-            folder = folder / origin.thread_id
+        if origin.topic:
+            folder = folder / origin.topic
         limit = self._max_bytes
         for index, item in enumerate(message.attachments):
             name = item.filename

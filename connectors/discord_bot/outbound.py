@@ -115,7 +115,7 @@ class DiscordSender:
 
     async def send(self, item: OutboundChunk) -> SendResult:
         try:
-            target = int(item.thread.thread_id or item.thread.chat_id)
+            target = int(item.thread.topic or item.thread.chat_id)
         except ValueError:
             return SendResult.failed(ErrorClass.PERMANENT, f"discord: not a channel id: {item.thread}")
         kwargs: dict[str, Any] = {

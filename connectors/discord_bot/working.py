@@ -42,7 +42,7 @@ class TypingIndicators:
         if current is not None and not current.done():
             return
         try:
-            channel_id = int(thread.thread_id or thread.chat_id)
+            channel_id = int(thread.topic or thread.chat_id)
         except ValueError:
             log.debug("no typing indicator for %s: not a channel id", thread)
             return

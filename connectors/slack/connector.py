@@ -316,8 +316,8 @@ class SlackConnector:
         attachments = ()
         if msg.files and self._files is not None:
             dest = self._files_dir / self.name / msg.channel
-            if key.thread_id:
-                dest = dest / key.thread_id
+            if key.topic:
+                dest = dest / key.topic
             downloads = await self._files.fetch_all(msg.files, dest)
             attachments = tuple(downloads.attachments)
             text = "\n".join(part for part in (text, *downloads.notes) if part)
@@ -387,7 +387,7 @@ class SlackConnector:
         is_mrkdwn = chunk.format == "mrkdwn"
         text = chunk.text if is_mrkdwn else escape_mrkdwn(chunk.plain or chunk.text)
         channel = item.thread.chat_id
-        thread_ts = item.thread.thread_id
+        thread_ts = item.thread.topic
         if thread_ts is None and item.reply_to and not channel.startswith("D"):
             thread_ts = item.reply_to
         kwargs: dict[str, Any] = {

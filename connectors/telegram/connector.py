@@ -258,5 +258,5 @@ class TelegramConnector:
         bot = self._bot
         if bot is None:
             return
-        topic = int(thread.thread_id) if thread.thread_id and thread.thread_id.isdigit() else None
+        topic = int(thread.topic) if thread.topic and thread.topic.isdigit() else None
         await bot.send_chat_action(chat_ref(thread.chat_id), ChatAction.TYPING, message_thread_id=topic)

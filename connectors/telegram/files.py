@@ -43,7 +43,7 @@ def safe_name(name: str) -> str:
 class AttachmentFetcher:
     """Downloads documents and the largest photo size of a message.
 
-    Files land in ``files_dir/<channel>/<chat_id>[/<thread_id>]/<message_id>_<name>``; a
+    Files land in ``files_dir/<channel>/<chat_id>[/<topic>]/<message_id>_<name>``; a
     redelivered message overwrites its own files instead of piling up copies.
 
     Args:
@@ -62,8 +62,8 @@ class AttachmentFetcher:
         attachments: list[Attachment] = []
         notes: list[str] = []
         folder = self._files_dir / key.channel / safe_name(key.chat_id)
-        if key.thread_id:
-            folder = folder / safe_name(key.thread_id)
+        if key.topic:
+            folder = folder / safe_name(key.topic)
         for wanted in _wanted_files(message):
             try:
                 note = self._too_big(wanted.name, wanted.size)

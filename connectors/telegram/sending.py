@@ -70,8 +70,8 @@ async def send_chunk(bot: TelegramBot, item: OutboundChunk) -> SendResult:
         )
     chunk = item.chunk
     try:
-        if item.thread.thread_id:
-            extra["message_thread_id"] = int(item.thread.thread_id)
+        if item.thread.topic:
+            extra["message_thread_id"] = int(item.thread.topic)
         message = await _send(
             bot, chat, chunk.text, chunk.plain, chunk.format == "html", item.delivery_id, extra
         )

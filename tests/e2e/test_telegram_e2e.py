@@ -173,7 +173,7 @@ async def test_each_forum_topic_is_its_own_thread(
 
         assert gw.db is not None
         threads = await gw.db.fetchall(
-            "SELECT chat_id, thread_ref, chat_type FROM threads WHERE channel = ? ORDER BY id", (CHANNEL,)
+            "SELECT chat_id, topic, chat_type FROM threads WHERE channel = ? ORDER BY id", (CHANNEL,)
         )
 
     # each answer lands in the topic it was asked in, quoting the question

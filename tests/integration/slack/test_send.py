@@ -84,7 +84,7 @@ async def test_long_answer_arrives_as_valid_chunks_in_order(fake: FakeSlack, fil
             assert (await send_text(connector, THREAD, chunk.text)).ok
     posts = fake.posted("C0GENERAL")
     assert [p.text for p in posts] == [c.text for c in chunks]
-    assert all(len(p.text) <= MAX_TEXT and p.thread_ts == THREAD.thread_id for p in posts)
+    assert all(len(p.text) <= MAX_TEXT and p.thread_ts == THREAD.topic for p in posts)
     assert all(p.text.count("```") % 2 == 0 for p in posts)  # no code block cut open
     assert "&lt;friends&gt;" in posts[0].text
 

@@ -103,7 +103,7 @@ async def test_a_turns_reads_use_indexes_whatever_the_history(db: Database) -> N
 
     def setup(conn: sqlite3.Connection) -> None:
         conn.execute(
-            "INSERT INTO threads (id, channel, chat_id, thread_ref, chat_type, created_at, updated_at) "
+            "INSERT INTO threads (id, channel, chat_id, topic, chat_type, created_at, updated_at) "
             "VALUES (1, 'console', 'main', '', 'dm', 0, 0)"
         )
 
