@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -73,6 +75,40 @@ async def test_the_stdio_server_acts_as_the_run_in_its_environment(env: BridgeEn
     assert after.is_error and "unknown or finished run" in after.content[0].text
     stored = await env.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
     assert tuple(stored) == (identity.thread_id, "assistant")
+
+
+async def test_a_client_that_stops_reading_ends_the_server_quietly(env: BridgeEnv) -> None:
+    identity = env.register("assistant")
+    read_end, write_end = os.pipe()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway.cli",
+        "mcp",
+        "host-tools",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=write_end,
+        stderr=asyncio.subprocess.PIPE,
+        env=talon_env(identity.environment(env.server.path)),
+        cwd=REPO,
+    )
+    os.close(write_end)
+    os.close(read_end)  # the client is gone: every reply meets a closed pipe
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    requests = b"".join(json.dumps(message).encode() + b"\n" for message in (initialize, listing))
+    _, err = await asyncio.wait_for(proc.communicate(requests), 60)
+    assert proc.returncode == 0, err.decode()
+    assert b"Traceback" not in err
 
 
 def test_an_incomplete_identity_in_the_environment_is_refused(
