@@ -17,17 +17,11 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from gateway.errors import ConfigError
+
 DEFAULT_CONFIG = "talon.yaml"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
-
-
-class ConfigError(Exception):
-    """One or more problems in talon.yaml; ``problems`` lists them, each naming its key."""
-
-    def __init__(self, problems: list[str]):
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 class _Strict(BaseModel):
