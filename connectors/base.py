@@ -160,10 +160,22 @@ class ConnectorHealth:
 
 @runtime_checkable
 class Connector(Protocol):
-    """A channel: one configured platform account (``name`` is the config name)."""
+    """A channel: one configured platform account.
+
+    This is everything the gateway reads from a connector; a connector class declares each
+    member itself (it need not subclass this protocol).
+    """
 
     name: str
+    """The channel's ``name`` in talon.yaml: thread keys, bindings and the outbox use it."""
+
     health: ConnectorHealth
+    """The connection state ``talon status`` shows; the daemon marks a channel that failed to start."""
+
+    idempotent_send: bool
+    """True when delivering the same chunk twice shows it once (the console drops a repeated
+    delivery id). After a crash the outbox then resends a chunk that was in flight; otherwise
+    it records the chunk as ``unknown`` rather than risk a duplicate."""
 
     async def start(self, intake: IntakeHandler) -> None:
         """Connect and begin delivering events to ``intake``. Returns once running;

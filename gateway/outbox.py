@@ -108,7 +108,7 @@ class Outbox:
         rows = await self.db.fetchall("SELECT id, channel FROM outbox WHERE status = 'sending'")
         for row in rows:
             connector = self.connectors.get(row["channel"])
-            idempotent = bool(getattr(connector, "idempotent_send", False))
+            idempotent = connector is not None and connector.idempotent_send
             status = "pending" if idempotent else "unknown"
             await self.db.execute(
                 "UPDATE outbox SET status = ?, error = ? WHERE id = ?",
@@ -164,7 +164,7 @@ class Outbox:
         connector = self.connectors.get(row["channel"])
         if connector is None:
             return await self._finish(row, "failed", error=f"channel {row['channel']!r} is not running")
-        if not getattr(connector, "idempotent_send", False):
+        if not connector.idempotent_send:
             # Committed before the platform call: after a crash this row is never resent blindly.
             await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
         item = OutboundChunk(

@@ -77,6 +77,8 @@ class DiscordConnector:
         intake_attempts: intake tries per message before it is dropped with an error log.
     """
 
+    idempotent_send = False
+
     def __init__(
         self,
         settings: DiscordChannel,

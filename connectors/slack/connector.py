@@ -93,6 +93,8 @@ class SlackConnector:
         working_reaction: the reaction shown on the triggering message during a turn.
     """
 
+    idempotent_send = False
+
     def __init__(
         self,
         settings: SlackChannel,

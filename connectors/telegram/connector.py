@@ -60,6 +60,8 @@ class TelegramConnector:
         tuning: timings (backoff, typing interval, HTTP timeouts); defaults suit production.
     """
 
+    idempotent_send = False
+
     def __init__(
         self, settings: TelegramChannel, *, files_dir: Path, tuning: TelegramTuning | None = None
     ) -> None:

@@ -1,0 +1,66 @@
+"""Every connector class has each member of :class:`connectors.base.Connector`, with the same
+kind (attribute, method, coroutine) and parameters, on an instance built from default settings.
+
+Nothing is started: the constructors open no connection.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from connectors.base import Connector, ConnectorHealth
+from connectors.console import ConsoleConnector
+from connectors.discord_bot import DiscordConnector
+from connectors.slack import SlackConnector
+from connectors.telegram import TelegramConnector
+from gateway.config import DiscordChannel, SlackChannel, TelegramChannel
+
+BUILDERS: dict[str, Callable[[Path], Any]] = {
+    "console": lambda files: ConsoleConnector("team-console"),
+    "telegram": lambda files: TelegramConnector(
+        TelegramChannel(name="team-telegram", type="telegram", token="123456:contract"), files_dir=files
+    ),
+    "slack": lambda files: SlackConnector(
+        SlackChannel(name="team-slack", type="slack", bot_token="xoxb-contract", app_token="xapp-contract"),
+        files_dir=files,
+    ),
+    "discord": lambda files: DiscordConnector(
+        DiscordChannel(name="team-discord", type="discord", token="contract-token"), files_dir=files
+    ),
+}
+
+ATTRIBUTES = {"name": str, "health": ConnectorHealth, "idempotent_send": bool}
+METHODS = {
+    name: member
+    for name, member in vars(Connector).items()
+    if inspect.isfunction(member) and not name.startswith("_")
+}
+
+
+def test_the_contract_declares_what_the_gateway_reads() -> None:
+    assert set(Connector.__annotations__) == set(ATTRIBUTES)
+    assert set(METHODS) == {"start", "stop", "render", "send", "set_working"}
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+def test_connector_satisfies_the_contract(kind: str, tmp_path: Path) -> None:
+    connector = BUILDERS[kind](tmp_path)
+    assert isinstance(connector, Connector)
+    for name, expected in ATTRIBUTES.items():
+        assert isinstance(getattr(connector, name), expected), f"{kind}.{name}"
+    assert connector.name == f"team-{kind}"
+    for name, declared in METHODS.items():
+        actual = getattr(connector, name)
+        assert inspect.iscoroutinefunction(actual) == inspect.iscoroutinefunction(declared), f"{kind}.{name}"
+        wanted = list(inspect.signature(declared).parameters)[1:]  # without self
+        assert list(inspect.signature(actual).parameters) == wanted, f"{kind}.{name}"
+
+
+def test_only_the_console_resends_after_a_crash(tmp_path: Path) -> None:
+    idempotent = {kind: build(tmp_path).idempotent_send for kind, build in BUILDERS.items()}
+    assert idempotent == {"console": True, "telegram": False, "slack": False, "discord": False}
