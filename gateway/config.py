@@ -104,21 +104,40 @@ class RateLimitSettings(_Strict):
         return value
 
 
-class _ChatChannel(_Strict):
+class ChannelBase(_Strict):
+    """What every channel has, the console included; the gateway reads only these.
+
+    Each channel type narrows ``type`` to its literal, which selects it in ``channels``.
+    """
+
     name: str = Field(pattern=_NAME)
+    type: str
+    home_chat: str | None = None
+    max_inbound_chars: int = Field(
+        DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
+    )
+
+    _inbound_chars = field_validator("max_inbound_chars")(_inbound_chars)
+
+    @field_validator("home_chat", mode="before")
+    @classmethod
+    def _home_as_string(cls, value: Any) -> Any:
+        return None if value is None else str(value)
+
+    @property
+    def intake_rate(self) -> RateLimitSettings | None:
+        """How fast the intake answers a chat; None: every message as it comes."""
+        return None
+
+
+class _ChatChannel(ChannelBase):
     allowed_users: list[str] = []
     allowed_chats: list[str] = []
     trigger_words: list[str] = []
     require_mention: bool = True
     allow_bots: bool = False
-    home_chat: str | None = None
     max_attachment_bytes: int = Field(20_000_000, ge=0)
-    max_inbound_chars: int = Field(
-        DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
-    )
     rate_limit: RateLimitSettings = RateLimitSettings()
-
-    _inbound_chars = field_validator("max_inbound_chars")(_inbound_chars)
 
     @field_validator("allowed_users", "allowed_chats", mode="before")
     @classmethod
@@ -127,22 +146,16 @@ class _ChatChannel(_Strict):
             return [str(v) for v in value]
         return value
 
-    @field_validator("home_chat", mode="before")
-    @classmethod
-    def _home_as_string(cls, value: Any) -> Any:
-        return None if value is None else str(value)
+    @property
+    def intake_rate(self) -> RateLimitSettings | None:
+        return self.rate_limit
 
 
-class ConsoleChannel(_Strict):
-    name: str = Field(pattern=_NAME)
+class ConsoleChannel(ChannelBase):
+    """The local console. No rate limit: only the daemon's owner reaches it (owner-only socket)."""
+
     type: Literal["console"]
     home_chat: str | None = "main"
-    # No rate limit here: only the daemon's owner reaches the console (owner-only socket).
-    max_inbound_chars: int = Field(
-        DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
-    )
-
-    _inbound_chars = field_validator("max_inbound_chars")(_inbound_chars)
 
 
 class TelegramChannel(_ChatChannel):

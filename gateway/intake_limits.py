@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.base import InboundEvent
-from gateway.config import DEFAULT_MAX_INBOUND_CHARS, ChannelSettings, RateLimitSettings
+from gateway.config import DEFAULT_MAX_INBOUND_CHARS, ChannelBase, RateLimitSettings
 from gateway.intake_rate import PROMPT, Pace, RateLimiter, slow_down_notice
 from gateway.intake_text import cut_long_text
 
@@ -29,9 +29,9 @@ class ChannelLimits:
 DEFAULTS = ChannelLimits()
 
 
-def channel_limits(channels: Iterable[ChannelSettings]) -> dict[str, ChannelLimits]:
+def channel_limits(channels: Iterable[ChannelBase]) -> dict[str, ChannelLimits]:
     """Each configured channel's limits (the console has no rate limit)."""
-    return {ch.name: ChannelLimits(ch.max_inbound_chars, getattr(ch, "rate_limit", None)) for ch in channels}
+    return {ch.name: ChannelLimits(ch.max_inbound_chars, ch.intake_rate) for ch in channels}
 
 
 class IntakeLimits:

@@ -151,7 +151,7 @@ class TurnRunner(TurnHandler):
         self.hooks = list(hooks)
         self.summarizer = summarizer
         self._channels = [
-            ChannelInfo(c.name, c.type, getattr(c, "home_chat", None)) for c in settings.channels
+            ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels
         ]
 
     async def _thread(self, thread_id: int) -> Any:
