@@ -226,25 +226,21 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_threads(args: argparse.Namespace) -> int:
     from gateway.store.db import DB_FILE, open_database
+    from gateway.store.threads import recent_threads
 
     async def list_threads() -> list[Any]:
         db = await open_database(_settings(args).data_path / DB_FILE, migrate=False)
         try:
-            return await db.fetchall(
-                "SELECT t.id, t.channel, t.chat_id, t.topic, t.persona, t.updated_at, "
-                "(SELECT COUNT(*) FROM messages m WHERE m.thread_id = t.id) AS n "
-                "FROM threads t ORDER BY t.updated_at DESC LIMIT ?",
-                (args.limit,),
-            )
+            return await db.read(recent_threads, args.limit)
         finally:
             await db.close()
 
     rows = asyncio.run(list_threads())
     print(f"{'ID':>5}  {'CHANNEL':<16} {'CHAT':<24} {'PERSONA':<14} {'MSGS':>5}  UPDATED")
     for r in rows:
-        chat = r["chat_id"] + (f"/{r['topic']}" if r["topic"] else "")
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["updated_at"]))
-        print(f"{r['id']:>5}  {r['channel']:<16} {chat:<24} {r['persona'] or '-':<14} {r['n']:>5}  {when}")
+        chat = r.chat_id + (f"/{r.topic}" if r.topic else "")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.updated_at))
+        print(f"{r.id:>5}  {r.channel:<16} {chat:<24} {r.persona or '-':<14} {r.messages:>5}  {when}")
     return 0
 
 

@@ -43,6 +43,7 @@ from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
 from gateway.store.db import DB_FILE, Database, open_database
+from gateway.store.threads import get_thread, set_context_from
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
@@ -269,9 +270,7 @@ class Gateway:
             if not self.queue.cancel(result.thread_id):
                 await self.turns.post_notice(result.thread_id, "Nothing is running.")
         elif command == "/new":
-            await self.db.execute(
-                "UPDATE threads SET context_from = ? WHERE id = ?", (result.message_id, result.thread_id)
-            )
+            await self.db.run_transaction(set_context_from, result.thread_id, result.message_id)
             await self.turns.post_notice(result.thread_id, "Started a new conversation.")
 
     # ------------------------------------------------------------ control target
@@ -360,26 +359,20 @@ class Gateway:
         if settings is None:
             names = ", ".join(c.name for c in self.settings.channels)
             raise NotifyError(f"unknown channel {channel!r}; configured channels: {names}")
-        origin = (
-            await self.db.fetchone(
-                "SELECT channel, chat_id, topic FROM threads WHERE id = ?", (origin_thread_id,)
-            )
-            if origin_thread_id is not None
-            else None
-        )
+        origin = await self.db.read(get_thread, origin_thread_id) if origin_thread_id is not None else None
         if chat_id:
             key = ThreadKey(channel, str(chat_id))
-        elif origin is not None and origin["channel"] == channel:
-            key = ThreadKey(channel, origin["chat_id"], origin["topic"] or None)
+        elif origin is not None and origin.channel == channel:
+            key = origin.key
         elif settings.home_chat:
             key = ThreadKey(channel, str(settings.home_chat))
         else:
-            here = f"; or send to {origin['channel']!r}" if origin is not None else ""
+            here = f"; or send to {origin.channel!r}" if origin is not None else ""
             raise NotifyError(
                 f"channel {channel!r} has no home_chat and is not this conversation's channel; "
                 f"set home_chat for it in talon.yaml{here}"
             )
-        where = f"{origin['channel']}:{origin['chat_id']}" if origin is not None else "outside a conversation"
+        where = f"{origin.channel}:{origin.chat_id}" if origin is not None else "outside a conversation"
         posted = await post_to_channel(
             db=self.db,
             connectors=self.connectors,

@@ -21,10 +21,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from connectors.base import ThreadKey
 from gateway.config import Settings
 from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.store.db import Database
+from gateway.store.threads import ThreadRow, upsert_thread
 
 log = logging.getLogger("talon.delegation")
 
@@ -40,12 +42,15 @@ class DelegationError(Exception):
 
 
 def _new_thread(conn: sqlite3.Connection, channel: str, task_id: str, persona: str, now: float) -> int:
-    (thread_id,) = conn.execute(
-        "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, title, created_at, updated_at) "
-        "VALUES (?, ?, '', 'dm', ?, ?, ?, ?) RETURNING id",
-        (channel, task_id, persona, f"{channel} task {task_id}", now, now),
-    ).fetchone()
-    return thread_id
+    thread = upsert_thread(
+        conn,
+        ThreadKey(channel, task_id),
+        chat_type="dm",
+        persona=persona,
+        now=now,
+        title=f"{channel} task {task_id}",
+    )
+    return thread.id
 
 
 def _queue_message(
@@ -307,13 +312,13 @@ class Delegation:
 
     # ------------------------------------------------------------ turn hooks
 
-    async def prepare(self, thread: Any, persona: Persona) -> tuple[Persona, float | None]:
+    async def prepare(self, thread: ThreadRow, persona: Persona) -> tuple[Persona, float | None]:
         """A background session: its profile without ``background_agent`` (a session never
         spawns sessions of its own), the provider override, and the task's timeout."""
-        if thread["channel"] != BACKGROUND_CHANNEL:
+        if thread.channel != BACKGROUND_CHANNEL:
             return persona, None
         task = await self.db.fetchone(
-            "SELECT provider, timeout_seconds FROM background_tasks WHERE thread_id = ?", (thread["id"],)
+            "SELECT provider, timeout_seconds FROM background_tasks WHERE thread_id = ?", (thread.id,)
         )
         labels = tuple(label for label in persona.capabilities if not label.startswith(BACKGROUND_LABEL))
         persona = replace(persona, capabilities=labels)
@@ -323,16 +328,18 @@ class Delegation:
             persona = replace(persona, provider=task["provider"])
         return persona, task["timeout_seconds"]
 
-    async def turn_started(self, thread: Any, batch: Batch, run_id: int) -> None:
+    async def turn_started(self, thread: ThreadRow, batch: Batch, run_id: int) -> None:
         table = self._table(thread)
         if table:
             await self.db.execute(
                 f"UPDATE {table} SET state = ?, updated_at = ? WHERE {self._thread_col(table)} = ? "
                 "AND state IN ('submitted', 'queued')",
-                ("working" if table == "a2a_tasks" else "running", time.time(), thread["id"]),
+                ("working" if table == "a2a_tasks" else "running", time.time(), thread.id),
             )
 
-    async def turn_ended(self, thread: Any, batch: Batch, status: str, text: str, error: str | None) -> None:
+    async def turn_ended(
+        self, thread: ThreadRow, batch: Batch, status: str, text: str, error: str | None
+    ) -> None:
         table = self._table(thread)
         if table is None:
             return
@@ -340,7 +347,7 @@ class Delegation:
         col = self._thread_col(table)
 
         def finish(conn: sqlite3.Connection) -> tuple[str, int | None] | None:
-            task = conn.execute(f"SELECT * FROM {table} WHERE {col} = ?", (thread["id"],)).fetchone()
+            task = conn.execute(f"SELECT * FROM {table} WHERE {col} = ?", (thread.id,)).fetchone()
             if task is None or task["state"] in TERMINAL:
                 return None
             now = time.time()
@@ -369,8 +376,8 @@ class Delegation:
             event.set()
 
     @staticmethod
-    def _table(thread: Any) -> str | None:
-        return {A2A_CHANNEL: "a2a_tasks", BACKGROUND_CHANNEL: "background_tasks"}.get(thread["channel"])
+    def _table(thread: ThreadRow) -> str | None:
+        return {A2A_CHANNEL: "a2a_tasks", BACKGROUND_CHANNEL: "background_tasks"}.get(thread.channel)
 
     @staticmethod
     def _thread_col(table: str) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from connectors.base import ThreadKey
 from gateway.config import Settings
 from gateway.control import Reply
 from gateway.personas import Persona
@@ -28,6 +29,7 @@ from gateway.pipeline import Bindings
 from gateway.runtime.agent import ToolBox, ToolOutcome
 from gateway.runtime.model import ToolCall, ToolSpec
 from gateway.store.db import Database
+from gateway.store.threads import get_thread, upsert_thread
 from tools import db_query
 from tools.base import HostServices, HostTool
 from tools.bridge import Bridge, RunIdentity
@@ -282,10 +284,10 @@ class HostTools:
 
     async def _session_thread(self, thread: str) -> tuple[int, str | None]:
         if thread.isdigit():
-            row = await self.db.fetchone("SELECT id, persona FROM threads WHERE id = ?", (int(thread),))
+            row = await self.db.read(get_thread, int(thread))
             if row is None:
                 raise SessionError(f"no thread with id {thread}; `talon threads` lists them")
-            return row["id"], row["persona"]
+            return row.id, row.persona
         console = next((c for c in self.settings.channels if c.type == "console"), None)
         if console is None:
             raise SessionError(
@@ -293,12 +295,7 @@ class HostTools:
                 "pass a thread id from `talon threads`"
             )
         bound = self.bindings.resolve(console.name, thread)
-        now = time.time()
-        async with self.db.transaction() as conn:
-            rows = await conn.execute_fetchall(
-                "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, created_at, updated_at) "
-                "VALUES (?, ?, '', 'dm', ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
-                "updated_at = excluded.updated_at RETURNING id, persona",
-                (console.name, thread, bound, now, now),
-            )
-        return rows[0][0], rows[0][1]
+        row = await self.db.run_transaction(
+            upsert_thread, ThreadKey(console.name, thread), chat_type="dm", persona=bound, now=time.time()
+        )
+        return row.id, row.persona

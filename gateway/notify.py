@@ -16,6 +16,7 @@ from connectors.base import Connector, ThreadKey
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.pipeline import Bindings
 from gateway.store.db import Database
+from gateway.store.threads import upsert_thread
 
 
 class NotifyError(Exception):
@@ -55,12 +56,7 @@ async def post_to_channel(
 
     def commit(conn: sqlite3.Connection) -> tuple[int, int, list[int]]:
         now = time.time()
-        (thread_id,) = conn.execute(
-            "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, created_at, updated_at) "
-            "VALUES (?, ?, ?, 'group', ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
-            "updated_at = excluded.updated_at RETURNING id",
-            (key.channel, key.chat_id, key.topic or "", bound, now, now),
-        ).fetchone()
+        thread_id = upsert_thread(conn, key, chat_type="group", persona=bound, now=now).id
         (message_id,) = conn.execute(
             "INSERT INTO messages (thread_id, role, text, persona, created_at) "
             "VALUES (?, 'assistant', ?, ?, ?) RETURNING id",

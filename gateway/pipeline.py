@@ -26,6 +26,7 @@ from gateway.config import Binding
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
 from gateway.store.db import Database
+from gateway.store.threads import upsert_thread
 
 log = logging.getLogger("talon.pipeline")
 
@@ -169,13 +170,7 @@ def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] 
     )
     if cur.rowcount == 0:
         return None
-    (thread_id,) = conn.execute(
-        "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
-        "updated_at = excluded.updated_at, persona = COALESCE(excluded.persona, threads.persona) "
-        "RETURNING id",
-        (key.channel, key.chat_id, key.topic or "", event.chat_type, persona, now, now),
-    ).fetchone()
+    thread_id = upsert_thread(conn, key, chat_type=event.chat_type, persona=persona, now=now, rebind=True).id
     attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
     (message_id,) = conn.execute(
         "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, "

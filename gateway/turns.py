@@ -37,6 +37,7 @@ from gateway.runtime.context import (
 )
 from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
 from gateway.store.db import Database
+from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
 
 log = logging.getLogger("talon.turns")
@@ -94,13 +95,15 @@ class NoTurnTools:
 class TurnHooks(Protocol):
     """Extensions that follow turns on their own threads (delegated tasks, background agents)."""
 
-    async def prepare(self, thread: Any, persona: Persona) -> tuple[Persona, float | None]:
+    async def prepare(self, thread: ThreadRow, persona: Persona) -> tuple[Persona, float | None]:
         """The persona a turn on ``thread`` runs as (a profile may narrow its tools or change
         its provider) and a turn timeout other than the configured one (or None)."""
 
-    async def turn_started(self, thread: Any, batch: Batch, run_id: int) -> None: ...
+    async def turn_started(self, thread: ThreadRow, batch: Batch, run_id: int) -> None: ...
 
-    async def turn_ended(self, thread: Any, batch: Batch, status: str, text: str, error: str | None) -> None:
+    async def turn_ended(
+        self, thread: ThreadRow, batch: Batch, status: str, text: str, error: str | None
+    ) -> None:
         """``status``: completed, failed or canceled (``text`` is the reply when completed)."""
 
 
@@ -114,7 +117,7 @@ class ScheduleResults(Protocol):
 class TurnStart:
     """What :meth:`TurnRunner.begin` read and recorded in the lease's transaction."""
 
-    thread: sqlite3.Row
+    thread: ThreadRow
     summary: str | None
     rows: list[sqlite3.Row]
     persona: Persona | None  # None: the thread's persona is not configured (and no run began)
@@ -154,8 +157,8 @@ class TurnRunner(TurnHandler):
             ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels
         ]
 
-    async def _thread(self, thread_id: int) -> Any:
-        row = await self.db.fetchone("SELECT * FROM threads WHERE id = ?", (thread_id,))
+    async def _thread(self, thread_id: int) -> ThreadRow:
+        row = await self.db.read(get_thread, thread_id)
         if row is None:
             raise LookupError(f"thread {thread_id} vanished")
         return row
@@ -164,7 +167,7 @@ class TurnRunner(TurnHandler):
         """The turn's context and its ``runs`` row, in the lease's transaction."""
         upto = max(batch.message_ids) if batch.message_ids else None
         thread, summary, rows = _load_context(batch.thread_id, upto, conn)
-        persona = self.personas.get(thread["persona"] or "")
+        persona = self.personas.get(thread.persona or "")
         if persona is None:
             return TurnStart(thread, summary, rows, None, run_id=None, reply_to=None)
         kept = _resume_kept(conn, batch.kept_run) if batch.kept_run is not None else None
@@ -176,7 +179,7 @@ class TurnRunner(TurnHandler):
                 (batch.thread_id, persona.name, persona.model_ref, time.time()),
             ).fetchone()
         reply_to = None
-        if upto is not None and thread["chat_type"] != "dm":  # in groups, reply to the trigger
+        if upto is not None and thread.chat_type != "dm":  # in groups, reply to the trigger
             (reply_to,) = conn.execute(
                 "SELECT platform_message_id FROM messages WHERE id = ?", (upto,)
             ).fetchone()
@@ -185,16 +188,14 @@ class TurnRunner(TurnHandler):
     async def run(self, batch: Batch, begun: TurnStart) -> None:
         thread, persona, run_id = begun.thread, begun.persona, begun.run_id
         if persona is None or run_id is None:
-            log.error(
-                "thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread["persona"]
-            )
+            log.error("thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread.persona)
             await self.db.run_transaction(partial(complete_in, batch=batch, run_id=None))
             return
         timeout = self.settings.agent.turn_timeout
         for hook in self.hooks:
             persona, special = await hook.prepare(thread, persona)
             timeout = special or timeout
-        key = ThreadKey(thread["channel"], thread["chat_id"], thread["topic"] or None)
+        key = thread.key
         thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
         run_id_var.set(run_id)
         for hook in self.hooks:
@@ -258,19 +259,19 @@ class TurnRunner(TurnHandler):
         )
 
     async def _think(
-        self, batch: Batch, thread: Any, persona: Persona, run_id: int, summary: str | None, rows: Any
+        self, batch: Batch, thread: ThreadRow, persona: Persona, run_id: int, summary: str | None, rows: Any
     ) -> tuple[TurnResult, int]:
         """The turn's model loop; also returns the transcript's size in tokens."""
         system = system_prompt(
             persona,
             timezone=self.settings.timezone,
             channels=self._channels,
-            current_channel=thread["channel"],
+            current_channel=thread.channel,
             tool_instructions=self.tools.instructions(persona),
             summary=summary,
         )
         messages = build_transcript(
-            rows, budget_tokens=self.settings.agent.context_tokens, show_names=thread["chat_type"] != "dm"
+            rows, budget_tokens=self.settings.agent.context_tokens, show_names=thread.chat_type != "dm"
         )
         for item in batch.items:
             if item.kind != "message":
@@ -341,7 +342,7 @@ class TurnRunner(TurnHandler):
     async def _announce(
         self,
         batch: Batch,
-        thread: Any,
+        thread: ThreadRow,
         run_id: int,
         result: TurnResult,
         outbox_ids: list[int],
@@ -398,7 +399,7 @@ class TurnRunner(TurnHandler):
     async def post_notice(self, thread_id: int, markdown: str) -> list[int]:
         """A short gateway message (not from the model) into a thread."""
         thread = await self._thread(thread_id)
-        key = ThreadKey(thread["channel"], thread["chat_id"], thread["topic"] or None)
+        key = thread.key
         connector = self.connectors.get(key.channel)
         if connector is None:
             return []
@@ -412,9 +413,9 @@ class TurnRunner(TurnHandler):
 
 def _load_context(
     thread_id: int, upto_message_id: int | None, conn: sqlite3.Connection
-) -> tuple[sqlite3.Row, str | None, list[sqlite3.Row]]:
+) -> tuple[ThreadRow, str | None, list[sqlite3.Row]]:
     """One snapshot for a turn: the thread, its latest summary, its recent messages."""
-    thread = conn.execute("SELECT * FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    thread = get_thread(conn, thread_id)
     if thread is None:
         raise LookupError(f"thread {thread_id} vanished")
     summary = conn.execute(

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 log = logging.getLogger("talon.store")
 
@@ -207,8 +208,10 @@ class Database:
                 raise
             await self.conn.commit()
 
-    async def run_transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` as a transaction on the database thread, in a single hop.
+    async def run_transaction(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` as a transaction on the database thread, in a single hop.
 
         Group commit: calls that arrive while a commit is running share the next one. Each
         ``fn`` runs in its own savepoint, so one that raises is rolled back alone and only
@@ -219,7 +222,7 @@ class Database:
         built on.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._group.append((fn, future))
+        self._group.append(((lambda conn: fn(conn, *args, **kwargs)) if args or kwargs else fn, future))
         if self._group_committer is None or self._group_committer.done():
             self._group_committer = asyncio.create_task(self._commit_groups(), name="db-group-commit")
         return await future
@@ -254,13 +257,15 @@ class Database:
         rows = await self.reader.execute_fetchall(sql, tuple(params))
         return rows[0] if rows else None
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run several reads in one hop on the reader (one consistent snapshot)."""
+    async def read(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` on the reader in one hop (one consistent snapshot)."""
 
         def snapshot(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN")
             try:
-                return fn(conn)
+                return fn(conn, *args, **kwargs)
             finally:
                 conn.rollback()
 

@@ -16,8 +16,9 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gateway.store.threads import ThreadRow, get_thread, set_summarized_upto
 from gateway.subagents.base import SubagentError, SubagentUnavailableError
 from gateway.subagents.transcript import (
     MAX_INPUT_CHARS,
@@ -31,8 +32,6 @@ from gateway.subagents.transcript import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from gateway.personas import Persona
     from gateway.store.db import Database
     from gateway.subagents.runner import SubagentRunner
@@ -48,9 +47,9 @@ MIN_KEEP = 2
 _MAX_ROWS = 5000
 
 
-def context_start(thread: Mapping[str, Any] | sqlite3.Row) -> int:
+def context_start(thread: ThreadRow) -> int:
     """The message id after which a turn's transcript starts: ``/new`` or the summary, whichever is later."""
-    return max(thread["context_from"], thread["summarized_upto"])
+    return max(thread.context_from, thread.summarized_upto)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +97,7 @@ async def maybe_summarize(
         :class:`~gateway.subagents.base.SubagentError`: The summarizer failed or is unavailable.
     """
     state = await thread_state(db, thread_id)
-    start = max(state["context_from"], state["summarized_upto"])
+    start = max(state.context_from, state.summarized_upto)
     rows = await db.fetchall(
         "SELECT id, role, sender_name, text, attachments, sort_key FROM messages "
         "WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?",
@@ -126,10 +125,11 @@ async def maybe_summarize(
     marker = older[-1]["id"]
 
     def commit(conn: sqlite3.Connection) -> bool:
-        now_row = conn.execute(
-            "SELECT context_from, summarized_upto FROM threads WHERE id = ?", (thread_id,)
-        ).fetchone()
-        if now_row is None or tuple(now_row) != (state["context_from"], state["summarized_upto"]):
+        now_row = get_thread(conn, thread_id)
+        if now_row is None or (now_row.context_from, now_row.summarized_upto) != (
+            state.context_from,
+            state.summarized_upto,
+        ):
             return False  # /new or another summary happened meanwhile: this one is stale
         now = time.time()
         conn.execute(
@@ -138,7 +138,7 @@ async def maybe_summarize(
             "type = 'summary', value = excluded.value, persona = excluded.persona, updated_at = excluded.updated_at",
             (thread_id, persona.name, SUMMARY_KEY, text, now, now),
         )
-        conn.execute("UPDATE threads SET summarized_upto = ? WHERE id = ?", (marker, thread_id))
+        set_summarized_upto(conn, thread_id, marker)
         return True
 
     if not await db.run_transaction(commit):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.runtime.context import estimate_tokens
+from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.base import Invocation, SubagentError, SubagentResult
 
 if TYPE_CHECKING:
@@ -42,17 +43,17 @@ def message_tokens(row: sqlite3.Row | dict[str, Any]) -> int:
     return estimate_tokens(render_message(row))
 
 
-async def thread_state(db: Database, thread_id: int) -> sqlite3.Row:
-    """The thread's ``context_from`` and ``summarized_upto``."""
-    row = await db.fetchone("SELECT context_from, summarized_upto FROM threads WHERE id = ?", (thread_id,))
+async def thread_state(db: Database, thread_id: int) -> ThreadRow:
+    """The thread, for its ``context_from`` and ``summarized_upto``."""
+    row = await db.read(get_thread, thread_id)
     if row is None:
         raise SubagentError(f"thread {thread_id} does not exist")
     return row
 
 
-async def previous_summary(db: Database, thread_id: int, state: sqlite3.Row) -> str | None:
+async def previous_summary(db: Database, thread_id: int, state: ThreadRow) -> str | None:
     """The thread's summary item, when it covers the current conversation (not one before /new)."""
-    if state["summarized_upto"] <= state["context_from"]:
+    if state.summarized_upto <= state.context_from:
         return None
     row = await db.fetchone(
         "SELECT value FROM memory_items WHERE thread_id = ? AND key = ?", (thread_id, SUMMARY_KEY)
@@ -108,7 +109,7 @@ async def summarize_thread(call: Invocation) -> SubagentResult:
     Data: ``{"summary": str, "key_facts": [str], "open_threads": [str]}``.
     """
     state = await thread_state(call.db, call.thread_id)
-    start = max(state["context_from"], state["summarized_upto"])
+    start = max(state.context_from, state.summarized_upto)
     rows = await call.db.fetchall(
         "SELECT id, role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
         "ORDER BY COALESCE(sort_key, id) DESC LIMIT 2000",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.notify import NotifyError
+from gateway.store.threads import get_thread
 from tools.base import HostTool, ToolContext, ToolError
 
 MAX_CONTENT_CHARS = 20_000
@@ -32,8 +33,8 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         raise ToolError(
             f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS} (send a shorter message)"
         )
-    origin = await ctx.db.fetchone("SELECT channel FROM threads WHERE id = ?", (ctx.thread_id,))
-    here = origin["channel"] if origin is not None else None
+    origin = await ctx.db.read(get_thread, ctx.thread_id)
+    here = origin.channel if origin is not None else None
     if here != channel and not target.home_chat:
         alternative = f"send to {here!r}" if here else "choose a channel that has a home_chat"
         raise ToolError(

@@ -10,6 +10,7 @@ import pytest
 
 from gateway.runtime.context import build_transcript, transcript_rows
 from gateway.store.db import Database
+from gateway.store.threads import get_thread
 from gateway.subagents import Summarizer, context_start, maybe_summarize
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI
 from tests.unit.subagents.support import Env, add_thread, json_reply, make_persona, request_text
@@ -42,7 +43,8 @@ async def thread_row(db: Database, thread_id: int):  # type: ignore[no-untyped-d
 
 async def turn_transcript(db: Database, thread_id: int) -> list[str]:
     """What a turn's transcript holds, per the turn runner's use of :func:`context_start`."""
-    row = await thread_row(db, thread_id)
+    row = await db.read(get_thread, thread_id)
+    assert row is not None
     rows = await db.read(lambda conn: transcript_rows(conn, thread_id, context_from=context_start(row)))
     messages = build_transcript(rows, budget_tokens=100_000)
     return [m.content for m in messages]

@@ -1,0 +1,64 @@
+"""The store's contract: what every backend's table-group functions do, whatever the database.
+
+A test reaches the store only through its :class:`Backend`: the writer (:meth:`Backend.write`),
+the reader (:meth:`Backend.read`) and the table-group modules. It runs no SQL of its own and
+looks at no database file, so a second backend (PostgreSQL) passes the same suite by adding
+one entry to :data:`BACKENDS`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Concatenate, ParamSpec, TypeVar
+
+import pytest
+
+from gateway.store import threads
+from gateway.store.db import Database, open_database
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """One open store and the modules that implement its table groups."""
+
+    name: str
+    db: Database
+    threads: ModuleType
+
+    async def write(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``fn`` in a transaction of the one writer API."""
+        return await self.db.run_transaction(fn, *args, **kwargs)
+
+    async def read(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``fn`` on a snapshot of the one reader API."""
+        return await self.db.read(fn, *args, **kwargs)
+
+
+@asynccontextmanager
+async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
+    db = await open_database(tmp_path / "talon.db")
+    try:
+        yield Backend("sqlite", db, threads)
+    finally:
+        await db.close()
+
+
+BACKENDS: dict[str, Callable[[Path], AbstractAsyncContextManager[Backend]]] = {"sqlite": _sqlite}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    async with BACKENDS[request.param](tmp_path) as backend:
+        yield backend
