@@ -32,9 +32,16 @@ class _Strict(BaseModel):
 
 
 class ProviderSettings(_Strict):
-    type: Literal["anthropic", "openai"]
-    api_key: str | None = None
-    base_url: str | None = None
+    type: Literal["anthropic", "openai"] = Field(
+        description="anthropic (Messages API) or openai (any OpenAI-compatible Chat Completions server)"
+    )
+    api_key: str | None = Field(
+        None,
+        description="API key; anthropic needs one, openai sends 'none' without one (local servers ignore it)",
+    )
+    base_url: str | None = Field(
+        None, description="API root; null = the provider's own (api.anthropic.com, api.openai.com)"
+    )
     timeout: float = Field(120.0, gt=0, description="seconds per model call")
     max_retries: int = Field(3, ge=0, le=10, description="retries on 429/5xx/overloaded")
 
@@ -110,9 +117,14 @@ class ChannelBase(_Strict):
     Each channel type narrows ``type`` to its literal, which selects it in ``channels``.
     """
 
-    name: str = Field(pattern=_NAME)
+    name: str = Field(
+        pattern=_NAME,
+        description="what bindings, channel_send and `talon send` call it: lower-case letters, digits, - and _",
+    )
     type: str
-    home_chat: str | None = None
+    home_chat: str | None = Field(
+        None, description="chat id channel_send and `talon send` post to by default"
+    )
     max_inbound_chars: int = Field(
         DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
     )
@@ -131,13 +143,24 @@ class ChannelBase(_Strict):
 
 
 class _ChatChannel(ChannelBase):
-    allowed_users: list[str] = []
-    allowed_chats: list[str] = []
-    trigger_words: list[str] = []
-    require_mention: bool = True
-    allow_bots: bool = False
-    max_attachment_bytes: int = Field(20_000_000, ge=0)
-    rate_limit: RateLimitSettings = RateLimitSettings()
+    allowed_users: list[str] = Field(
+        [], description="platform user ids that may reach the bot; empty = anyone"
+    )
+    allowed_chats: list[str] = Field([], description="platform chat ids the bot listens in; empty = any chat")
+    trigger_words: list[str] = Field(
+        [], description="in groups, words that make the bot answer without a mention"
+    )
+    require_mention: bool = Field(
+        True,
+        description="in groups, answer only when mentioned, replied to or triggered; false = every message",
+    )
+    allow_bots: bool = Field(False, description="accept messages from other bots")
+    max_attachment_bytes: int = Field(
+        20_000_000, ge=0, description="larger inbound files are skipped, with a note in the text"
+    )
+    rate_limit: RateLimitSettings = Field(
+        RateLimitSettings(), description="messages answered promptly; the rest wait for the window"
+    )
 
     @field_validator("allowed_users", "allowed_chats", mode="before")
     @classmethod
@@ -154,51 +177,76 @@ class _ChatChannel(ChannelBase):
 class ConsoleChannel(ChannelBase):
     """The local console. No rate limit: only the daemon's owner reaches it (owner-only socket)."""
 
-    type: Literal["console"]
-    home_chat: str | None = "main"
+    type: Literal["console"] = Field(description="the local console: `talon chat`, over an owner-only socket")
+    home_chat: str | None = Field("main", description="the console thread `talon send` posts to by default")
 
 
 class TelegramChannel(_ChatChannel):
-    type: Literal["telegram"]
-    token: str
-    api_base_url: str | None = None
-    webhook_url: str | None = None
-    webhook_secret: str | None = None
-    webhook_listen: str = "127.0.0.1"
-    webhook_port: int = Field(8443, ge=1, le=65535)
+    type: Literal["telegram"] = Field(description="a Telegram bot (docs/platforms/telegram.md)")
+    token: str = Field(description="the bot token from @BotFather")
+    api_base_url: str | None = Field(None, description="Bot API server root; null = https://api.telegram.org")
+    webhook_url: str | None = Field(
+        None, description="public HTTPS URL Telegram posts updates to; null = long polling"
+    )
+    webhook_secret: str | None = Field(
+        None,
+        description="required with webhook_url: 1-256 of A-Z, a-z, 0-9, _ and -, checked on every update",
+    )
+    webhook_listen: str = Field("127.0.0.1", description="address the webhook server binds")
+    webhook_port: int = Field(8443, ge=1, le=65535, description="port the webhook server binds")
     poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
     typing_interval: float = Field(4.0, gt=0, description="seconds between typing refreshes")
-    watchdog_seconds: float = Field(120.0, gt=0)
+    watchdog_seconds: float = Field(
+        120.0, gt=0, description="a getUpdates call silent this long past the long poll rebuilds the poller"
+    )
     # Telegram: about 30 messages/s per bot, 1/s per chat, 20/min per group.
     pacing: Annotated[PacingSettings, _pacing(per_second=30, per_chat_per_second=1, group_per_minute=20)] = (
-        PacingSettings(per_second=30, per_chat_per_second=1, group_per_minute=20)
+        Field(
+            PacingSettings(per_second=30, per_chat_per_second=1, group_per_minute=20),
+            description="outbound pacing; the keys given override these defaults one by one",
+        )
     )
 
 
 class SlackChannel(_ChatChannel):
-    type: Literal["slack"]
-    bot_token: str
-    app_token: str | None = None
-    signing_secret: str | None = None
-    api_base_url: str | None = None
-    http_host: str = "127.0.0.1"
-    http_port: int = Field(3000, ge=0, le=65535)
-    http_path: str = "/slack/events"
+    type: Literal["slack"] = Field(description="a Slack app's bot user (docs/platforms/slack.md)")
+    bot_token: str = Field(description="the Bot User OAuth Token, xoxb-...")
+    app_token: str | None = Field(
+        None, description="app-level token (xapp-..., connections:write) for Socket Mode; null = HTTP events"
+    )
+    signing_secret: str | None = Field(None, description="the app's signing secret; required for HTTP events")
+    api_base_url: str | None = Field(
+        None, description="Web API root (calls `<root>/api/<method>`); null = https://slack.com"
+    )
+    http_host: str = Field(
+        "127.0.0.1", description="address the HTTP events listener binds (without app_token)"
+    )
+    http_port: int = Field(
+        3000, ge=0, le=65535, description="port the HTTP events listener binds; 0 = any free port"
+    )
+    http_path: str = Field("/slack/events", description="the path of the Request URL Slack posts events to")
     # Slack: about one message per second per channel.
-    pacing: Annotated[PacingSettings, _pacing(per_chat_per_second=1, group_per_minute=60)] = PacingSettings(
-        per_chat_per_second=1, group_per_minute=60
+    pacing: Annotated[PacingSettings, _pacing(per_chat_per_second=1, group_per_minute=60)] = Field(
+        PacingSettings(per_chat_per_second=1, group_per_minute=60),
+        description="outbound pacing; the keys given override these defaults one by one",
     )
 
 
 class DiscordChannel(_ChatChannel):
-    type: Literal["discord"]
-    token: str
-    api_base_url: str | None = None
-    gateway_url: str | None = None
+    type: Literal["discord"] = Field(
+        description="a Discord application's bot user (docs/platforms/discord.md)"
+    )
+    token: str = Field(description="the bot token from the Developer Portal's Bot page")
+    api_base_url: str | None = Field(
+        None, description="REST root (calls `<root>/api/v10/...`); null = https://discord.com"
+    )
+    gateway_url: str | None = Field(
+        None, description="gateway websocket URL; null = the one Discord announces"
+    )
     send_timeout: float = Field(60.0, gt=0, description="seconds per send, rate-limit waits included")
     typing_interval: float = Field(8.0, gt=0, description="seconds between typing refreshes")
     # Discord: discord.py already waits on Discord's per-route buckets.
-    pacing: PacingSettings = PacingSettings()
+    pacing: PacingSettings = Field(PacingSettings(), description="outbound pacing; all limits off by default")
 
 
 ChannelSettings = Annotated[
@@ -220,9 +268,11 @@ SECRET_HINTS: dict[tuple[str, str], str] = {
 
 
 class Binding(_Strict):
-    channel: str
-    persona: str = Field(pattern=_NAME)
-    chat: str | None = None
+    channel: str = Field(description="a channel name from channels")
+    persona: str = Field(pattern=_NAME, description="the persona folder (in personas_dir) that answers")
+    chat: str | None = Field(
+        None, description="one chat id of that channel, which then wins over its default; null = the default"
+    )
 
     @field_validator("chat", mode="before")
     @classmethod
@@ -232,10 +282,14 @@ class Binding(_Strict):
 
 class QueueSettings(_Strict):
     workers: int = Field(8, ge=1, le=256, description="threads served in parallel")
-    max_attempts: int = Field(5, ge=1, le=100)
-    lease_seconds: float = Field(300.0, gt=0)
+    max_attempts: int = Field(5, ge=1, le=100, description="tries per turn, then it is dead-lettered")
+    lease_seconds: float = Field(
+        300.0,
+        gt=0,
+        description="lease expiry stored on running items; a stopped daemon's are released at start",
+    )
     backoff_base: float = Field(2.0, gt=0, description="first retry delay, seconds")
-    backoff_max: float = Field(300.0, gt=0)
+    backoff_max: float = Field(300.0, gt=0, description="longest retry delay, seconds")
 
 
 class AgentSettings(_Strict):
@@ -246,9 +300,9 @@ class AgentSettings(_Strict):
 
 
 class OutboxSettings(_Strict):
-    max_attempts: int = Field(8, ge=1, le=100)
-    backoff_base: float = Field(1.0, gt=0)
-    backoff_max: float = Field(300.0, gt=0)
+    max_attempts: int = Field(8, ge=1, le=100, description="delivery attempts per chunk on transient errors")
+    backoff_base: float = Field(1.0, gt=0, description="first retry delay, seconds")
+    backoff_max: float = Field(300.0, gt=0, description="longest retry delay, seconds")
 
 
 class SchedulerSettings(_Strict):
@@ -278,25 +332,33 @@ class NetHttpSettings(_Strict):
     allowed_private_hosts: list[str] = Field(
         [], description="hosts/IPs allowed despite being private/loopback"
     )
-    max_response_bytes: int = Field(1_000_000, ge=1)
+    max_response_bytes: int = Field(1_000_000, ge=1, description="response bodies are cut at this size")
 
 
 class Settings(_Strict):
-    data_dir: Path = Path("data")
-    personas_dir: Path = Path("personas")
-    timezone: str = "UTC"
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    data_dir: Path = Field(Path("data"), description="database, sockets and downloaded files (kept mode 700)")
+    personas_dir: Path = Field(Path("personas"), description="one folder per persona (docs/personas.md)")
+    timezone: str = Field("UTC", description="IANA name, for the current time in prompts and for schedules")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="`talon run --log-level` overrides it"
+    )
     shutdown_grace: float = Field(20.0, ge=0, description="seconds running turns get on stop")
-    providers: dict[str, ProviderSettings] = {}
-    channels: list[ChannelSettings] = []
-    bindings: list[Binding] = []
-    queue: QueueSettings = QueueSettings()
-    agent: AgentSettings = AgentSettings()
-    outbox: OutboxSettings = OutboxSettings()
-    net_http: NetHttpSettings = NetHttpSettings()
-    scheduler: SchedulerSettings = SchedulerSettings()
-    delegation: DelegationSettings = DelegationSettings()
-    subagents: SubagentSettings = SubagentSettings()
+    providers: dict[str, ProviderSettings] = Field(
+        {}, description="model providers by name; personas say `<provider>:<model>`"
+    )
+    channels: list[ChannelSettings] = Field([], description="the console and the bot accounts to connect")
+    bindings: list[Binding] = Field([], description="which persona answers in which channel or chat")
+    queue: QueueSettings = Field(QueueSettings(), description="inbound work: one turn at a time per thread")
+    agent: AgentSettings = Field(AgentSettings(), description="limits of one turn")
+    outbox: OutboxSettings = Field(
+        OutboxSettings(), description="outbound delivery, one row per rendered chunk"
+    )
+    net_http: NetHttpSettings = Field(NetHttpSettings(), description="the net_http host tool")
+    scheduler: SchedulerSettings = Field(SchedulerSettings(), description="cron and one-shot schedules")
+    delegation: DelegationSettings = Field(
+        DelegationSettings(), description="persona_send and background agents"
+    )
+    subagents: SubagentSettings = Field(SubagentSettings(), description="sub-agents and thread summarization")
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
 

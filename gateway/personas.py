@@ -26,22 +26,32 @@ _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 class _PersonaNetHttp(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    allowed_domains: list[str] = []
+    allowed_domains: list[str] = Field(
+        [], description="domains net_http may reach, added to net_http.allowed_domains of talon.yaml"
+    )
 
 
 class PersonaFile(BaseModel):
     """The schema of persona.yaml."""
 
     model_config = ConfigDict(extra="forbid")
-    model: str
-    description: str | None = None
-    capabilities: list[str] = []
-    subagents: list[str] = []
-    skills: list[str] = []
-    mcp_servers: dict[str, dict[str, Any]] = {}
-    net_http: _PersonaNetHttp = Field(default_factory=_PersonaNetHttp)
-    max_turns: int | None = Field(None, ge=1, le=100)
-    max_tokens: int | None = Field(None, ge=16)
+    model: str = Field(description="`<provider>:<model>`, with a provider from talon.yaml")
+    description: str | None = Field(
+        None, description="a note for whoever edits the persona; cards use the first line of system.md"
+    )
+    capabilities: list[str] = Field([], description="capability labels: the host tools it may use")
+    subagents: list[str] = Field([], description="sub-agents it may run with subagent_invoke")
+    skills: list[str] = Field([], description="skills shown on its card, which persona_list returns")
+    mcp_servers: dict[str, dict[str, Any]] = Field(
+        {}, description="MCP servers by name, each stdio (command) or streamable HTTP (url)"
+    )
+    net_http: _PersonaNetHttp = Field(
+        default_factory=_PersonaNetHttp, description="this persona's net_http settings"
+    )
+    max_turns: int | None = Field(
+        None, ge=1, le=100, description="overrides agent.max_turns; null = that value"
+    )
+    max_tokens: int | None = Field(None, ge=16, description="overrides agent.max_tokens; null = that value")
 
 
 @dataclass(frozen=True, slots=True)

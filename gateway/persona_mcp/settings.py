@@ -48,19 +48,25 @@ _TYPES = {"stdio": "stdio", "http": "http", "streamable_http": "http", "streamab
 
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    type: str | None = None
+    type: str | None = Field(
+        None, description="stdio or http (also streamable_http, streamable-http); null = from command or url"
+    )
     timeout: float = Field(60.0, gt=0, le=3600, description="seconds per tool call")
 
 
 class StdioServerSettings(_Entry):
     """A server run as a child process, spoken to over stdin/stdout."""
 
-    command: str = Field(min_length=1)
-    args: list[str] = []
-    env: dict[str, str] = {}
+    command: str = Field(min_length=1, description="the program to run, a path or a name on PATH")
+    args: list[str] = Field([], description="its arguments")
+    env: dict[str, str] = Field(
+        {}, description="its environment, besides PATH, HOME and LANG; values may use ${VAR}"
+    )
     cwd: str | None = Field(None, description="working directory; relative paths are inside the workspace")
-    sandbox: Literal["bwrap", "none"] = "bwrap"
-    network: bool = False
+    sandbox: Literal["bwrap", "none"] = Field(
+        "bwrap", description="bwrap confines it with bubblewrap; none runs it as is"
+    )
+    network: bool = Field(False, description="let a sandboxed server use the network")
     read_only_paths: list[str] = Field([], description="extra host paths visible read-only in the sandbox")
 
     @field_validator("args", mode="before")
@@ -94,8 +100,10 @@ class StdioServerSettings(_Entry):
 class HttpServerSettings(_Entry):
     """A server reached over streamable HTTP."""
 
-    url: str = Field(pattern=r"^https?://\S+$")
-    headers: dict[str, str] = {}
+    url: str = Field(pattern=r"^https?://\S+$", description="the server's streamable HTTP endpoint")
+    headers: dict[str, str] = Field(
+        {}, description="sent with every request, e.g. Authorization; values may use ${VAR}"
+    )
 
     @field_validator("headers", mode="before")
     @classmethod

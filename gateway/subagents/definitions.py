@@ -100,14 +100,22 @@ def model_problem(value: Any) -> str | None:
 
 class _FrontMatter(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=_NAME)
-    description: str = Field(min_length=1)
-    model: str | list[str]
-    max_tokens: int = Field(4096, ge=16, le=200_000)
-    timeout: float = Field(120.0, gt=0, le=MAX_TIMEOUT)
-    required_capabilities: list[str] = []
-    output_schema: dict[str, Any] | None = None
-    required_env: list[str] = []
+    name: str = Field(pattern=_NAME, description="what subagent_invoke and a persona's subagents: call it")
+    description: str = Field(min_length=1, description="one line on what it does")
+    model: str | list[str] = Field(
+        description="`<provider>:<model>`, or a list tried in order; subagents.models in talon.yaml overrides it"
+    )
+    max_tokens: int = Field(4096, ge=16, le=200_000, description="output tokens per model call")
+    timeout: float = Field(
+        120.0, gt=0, le=MAX_TIMEOUT, description="seconds for the whole invocation, fallbacks included"
+    )
+    required_capabilities: list[str] = Field([], description="labels the invoking persona must hold")
+    output_schema: dict[str, Any] | None = Field(
+        None, description="JSON Schema the reply must match (YAML or a JSON string); null = free text"
+    )
+    required_env: list[str] = Field(
+        [], description="environment variables it needs; unset makes it unavailable"
+    )
 
     @field_validator("model")
     @classmethod
