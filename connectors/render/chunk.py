@@ -2,16 +2,17 @@
 
 Blocks are measured as rendered for the platform (in UTF-16 code units) and packed
 greedily, joined by a blank line. A block that does not fit into an empty message is
-cut (:mod:`connectors.render.split`); its head gets a message of its own and its tail
-goes on like any other block. A block the splitter cannot cut is cut as plain text.
-Each block is rendered once, and one whose lower bound (:mod:`connectors.render.window`)
-is already over the limit is not rendered whole at all.
+cut (:mod:`connectors.render.split`): each head gets a message of its own, and the rest
+goes on like any other block once it fits. A block the splitter cannot cut is cut as
+plain text. Each block is rendered once, and one whose lower bound
+(:mod:`connectors.render.bounds`) is already over the limit is not rendered whole at all.
 
 Plain-text twins: a chunk's ``plain`` is the exact slice of the document's plain text
 that the chunk shows, including the whitespace that separates it from the next chunk
 (a blank line between blocks, or the space or line break at a cut). Joining all twins
 with nothing in between gives back :func:`connectors.render.plain.plain_document`.
-So the twin of a cut block's tail is the rest of the block's plain text, never walked again.
+So the twin of each head of a cut block is the next slice of the block's plain text,
+checked against the head's own.
 """
 
 from __future__ import annotations
@@ -21,18 +22,17 @@ from dataclasses import replace
 
 from connectors.base import RenderedChunk
 from connectors.render.base import Renderer
-from connectors.render.ir import Block, Break, Document, Paragraph, Text
+from connectors.render.bounds import lower_bound
+from connectors.render.ir import Block, Document, Paragraph
 from connectors.render.parse import text_inlines
 from connectors.render.plain import plain_block, plain_blocks
-from connectors.render.split import split_block
+from connectors.render.split import Cursor, InlineCursor, open_cursor
 from connectors.render.text import utf16_len
-from connectors.render.window import join, lower_bound, take_window
 
 MIN_LIMIT = 32
 """Smallest limit honoured; below it markup around a single character might not fit."""
 
 Length = Callable[[str], int]
-Cut = tuple[Block, str, str, Block | None]  # head, its plain text, gap, tail
 
 
 def chunk_document(
@@ -113,37 +113,51 @@ class _Packer:
 
     def cut(self, block: Block, plain: str, after: str) -> None:
         """Cut a block that fits in no message: each head gets a message of its own, and
-        the last tail goes on like any other block. ``plain`` is the block's plain text:
-        every tail's is the rest of it after the head and the gap."""
+        the rest goes on like any other block once it fits. ``plain`` is the block's plain
+        text; each head's twin is the next slice of it."""
         self.flush()
         renderer, limit, length = self.renderer, self.limit, self.length
+
+        def measure(b: Block) -> int:
+            return length(renderer.block(b))
+
+        cursor = open_cursor(block)
+        as_text = False  # the rest is cut as plain text
+        done = 0  # of ``plain``, what the heads so far show
+        shown = len(plain.rstrip())  # from here on, nothing is visible
+        may_fit = False  # the whole block is known not to
         while True:
-            cut = _cut_huge(block, plain, renderer, limit, length)
-            if cut is None:
-                visible = plain.lstrip()
-                if not visible or len(visible) == len(plain):  # unreachable at MIN_LIMIT and above
-                    self._put(renderer.block(block), plain + after)
-                    self.flush()
-                    return
-                # Leading whitespace longer than a message: it becomes part of the gap
-                # between chunks, and the rest goes on as plain text.
-                self._add_gap(plain[: len(plain) - len(visible)])
-                block, plain = Paragraph(text_inlines(visible)), visible
-            else:
-                head, head_plain, gap, tail = cut
-                if tail is None:
-                    self._put(renderer.block(head), head_plain + gap + after)
-                    return
-                self._put(renderer.block(head), head_plain + gap)
-                self.flush()
-                block, plain = tail, plain[len(head_plain) + len(gap) :]
-            # The tail is not rendered whole when it cannot fit: only cut.
-            if lower_bound(block, limit) <= limit:
-                text = renderer.block(block)
+            if may_fit and cursor.bound(limit) <= limit:
+                text = renderer.block(cursor.rest())
                 size = length(text)
                 if size <= limit:
-                    self.offer(text, size, plain + after)
+                    self.offer(text, size, plain[done:] + after)
                     return
+            may_fit = True
+            head = _take(cursor, measure, limit, plain, done)
+            if head is not None:
+                end = done + len(head[1])
+                if end >= shown:  # nothing visible is left after the head
+                    self._put(renderer.block(head[0]), plain[done:] + after)
+                    return
+                self._put(renderer.block(head[0]), head[1])
+                self.flush()
+                done = end
+                continue
+            rest = plain[done:]
+            if not as_text:  # the structure cannot be cut here: cut its text
+                cursor, as_text = InlineCursor(text_inlines(rest), Paragraph), True
+                continue
+            visible = rest.lstrip()
+            if not visible or len(visible) == len(rest):  # unreachable at MIN_LIMIT and above
+                self._put(renderer.block(cursor.rest()), rest + after)
+                self.flush()
+                return
+            # Leading whitespace longer than a message: it becomes part of the gap between
+            # chunks, and the rest goes on.
+            self._add_gap(rest[: len(rest) - len(visible)])
+            done += len(rest) - len(visible)
+            cursor = InlineCursor(text_inlines(visible), Paragraph)
 
     def _put(self, text: str, twin: str) -> None:
         """Add a block to the chunk being filled, whatever its size."""
@@ -159,60 +173,19 @@ class _Packer:
             self.carry += plain
 
 
-def _cut_huge(block: Block, plain: str, renderer: Renderer, limit: int, length: Length) -> Cut | None:
-    """Cut only the window of ``block`` that a head can reach, then join its tail back.
-    ``plain`` is the block's plain text."""
-    window = take_window(block, limit)
-    if window is None:
-        return _cut(block, plain, renderer, limit, length)
-    prefix, rest, joint = window
-    cut = _cut(prefix, plain_block(prefix), renderer, limit, length)
-    if cut is None:
-        return _cut(block, plain, renderer, limit, length)
-    head, head_plain, gap, tail = cut
-    if tail is None:
-        return head, head_plain, gap + joint, rest
-    joined = join(tail, rest)
-    if joined is None:
-        return _cut(block, plain, renderer, limit, length)
-    return head, head_plain, gap, joined
-
-
-def _cut(block: Block, whole: str, renderer: Renderer, limit: int, length: Length) -> Cut | None:
-    """``(head, plain(head), gap, tail)``: ``plain(head) + gap + plain(tail) == whole``, the
-    block's plain text, and the head fits. ``tail`` is ``None`` when nothing visible is left
-    after the head (then ``gap`` is the rest of ``whole``, all whitespace)."""
-
-    def measure(b: Block) -> int:
-        return length(renderer.block(b))
-
-    parts = split_block(block, measure, limit)
-    if parts is not None:
-        cut = _checked(whole, *parts)
-        if cut is not None:
-            return cut
-    if type(block) is Paragraph and all(type(c) in (Text, Break) for c in block.children):
+def _take(
+    cursor: Cursor, measure: Callable[[Block], int], limit: int, plain: str, done: int
+) -> tuple[Block, str] | None:
+    """The next head off ``cursor`` and its twin, the slice of ``plain`` from ``done`` it shows
+    with the gap after it; ``None`` when the cursor cannot cut, or its head shows nothing or
+    is not what ``plain`` holds there."""
+    step = cursor.take(measure, limit)
+    if step is None:
         return None
-    fallback = Paragraph(text_inlines(whole))
-    if measure(fallback) <= limit:
-        return fallback, whole, "", None
-    parts = split_block(fallback, measure, limit)
-    return None if parts is None else _checked(whole, *parts)
-
-
-def _checked(whole: str, head: Block, tail: Block) -> Cut | None:
-    """The cut with its gap, when ``head`` and ``tail`` are a prefix and a suffix of
-    ``whole`` in plain text, the head shows something and the cut made progress."""
-    head_plain, tail_plain = plain_block(head), plain_block(tail)
-    if (
-        not head_plain.strip()
-        or len(tail_plain) >= len(whole)
-        or len(head_plain) + len(tail_plain) > len(whole)
-    ):
+    head, gap = step
+    head_plain = plain_block(head)
+    if not head_plain.strip() or not plain.startswith(head_plain, done):
         return None
-    if not (whole.startswith(head_plain) and whole.endswith(tail_plain)):
+    if not plain.startswith(gap, done + len(head_plain)):
         return None
-    gap = whole[len(head_plain) : len(whole) - len(tail_plain)]
-    if not tail_plain.strip():
-        return head, head_plain, gap + tail_plain, None
-    return head, head_plain, gap, tail
+    return head, head_plain + gap
