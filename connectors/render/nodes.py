@@ -12,6 +12,11 @@ from connectors.render.text import display_width
 from connectors.render.urls import readable_url
 
 _LANG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+#.-")
+MAX_COLUMN_WIDTH = 120
+"""Columns are padded to at most this many display columns (about the widest line a chat
+shows unwrapped); a wider cell runs past its column. Padding every row to one huge cell
+would make a table's layout grow with its rows times that cell."""
+
 # What markdown-it trims around a paragraph, heading or cell: JavaScript's trim() less U+FEFF.
 _TRIM = (
     "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -117,6 +122,7 @@ def make_table(header: list[list[Inline]], rows: list[list[list[Inline]]], align
             width = display_width(text)
             if width > widths[col]:
                 widths[col] = width
+    widths = [min(width, MAX_COLUMN_WIDTH) for width in widths]
     lines = layout_lines(header_plain, rows_plain, widths, aligns)
     return Table(header, rows, aligns, widths, header_plain, rows_plain, lines)
 
