@@ -130,14 +130,18 @@ def rows(model: type[BaseModel], prefix: str = "", defaults: BaseModel | None = 
     """
     out: list[Row] = []
     for name, field in sorted(_fields(model), key=lambda item: _FIRST.get(item[0], len(_FIRST))):
-        if not field.description:
-            raise ValueError(f"{model.__name__}.{name} has no Field(description=...)")
         default = getattr(defaults, name) if defaults is not None else _default_of(field)
-        out.append(Row(prefix + name, _type_text(field), _default_text(default), field.description))
+        out.append(_row(model, name, field, prefix, default))
         nested = _nested_model(field.annotation)
         if nested is not None:
             out += rows(nested, f"{prefix}{name}.", default if isinstance(default, BaseModel) else None)
     return out
+
+
+def _row(model: type[BaseModel], name: str, field: FieldInfo, prefix: str, default: Any) -> Row:
+    if not field.description:
+        raise ValueError(f"{model.__name__}.{name} has no Field(description=...)")
+    return Row(prefix + name, _type_text(field), _default_text(default), field.description)
 
 
 def _type_text(field: FieldInfo) -> str:
@@ -209,10 +213,11 @@ _CONFIG_INTRO = """\
 <!-- Generated from gateway/config.py by `{command}`; edit the models, not this page. -->
 
 Every `talon` command reads one talon.yaml: `-c PATH` after the command name, else
-`$TALON_CONFIG`, else `./talon.yaml` (when there is none, the built-in defaults that
-`talon init` writes apply, from the current directory). Paths in the file are relative to it. `${{VAR}}` and
-`${{VAR:-default}}` are replaced from the environment and from `.env` beside the file (the
-environment wins). Unknown keys are errors, and every error names its key path and the fix.
+`$TALON_CONFIG`, else `./talon.yaml` (when there is none, the defaults `talon init` writes
+apply, from the current directory). Paths in the file are relative to it.
+`${{VAR}}` and `${{VAR:-default}}` are replaced from the environment and from `.env` beside the
+file (the environment wins). Unknown keys are errors, and every error names its key path and
+the fix.
 [deploy/talon.example.yaml](../deploy/talon.example.yaml) shows every key with a comment.
 """
 
@@ -238,14 +243,11 @@ def config_reference() -> str:
 
 def _top_rows(model: type[BaseModel]) -> list[Row]:
     """The keys holding no model directly; lists and mappings of models are one row each."""
-    out = []
-    for name, field in _fields(model):
-        if _nested_model(field.annotation) is not None:
-            continue
-        if not field.description:
-            raise ValueError(f"{model.__name__}.{name} has no Field(description=...)")
-        out.append(Row(name, _type_text(field), _default_text(_default_of(field)), field.description))
-    return out
+    return [
+        _row(model, name, field, "", _default_of(field))
+        for name, field in _fields(model)
+        if _nested_model(field.annotation) is None
+    ]
 
 
 def _collections(name: str, annotation: Any) -> Iterator[tuple[str, type[BaseModel], bool]]:
