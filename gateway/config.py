@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -17,6 +18,7 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from gateway.backoff import Backoff
 from gateway.errors import ConfigError
 
 DEFAULT_CONFIG = "talon.yaml"
@@ -291,6 +293,11 @@ class QueueSettings(_Strict):
     backoff_base: float = Field(2.0, gt=0, description="first retry delay, seconds")
     backoff_max: float = Field(300.0, gt=0, description="longest retry delay, seconds")
 
+    @cached_property
+    def backoff(self) -> Backoff:
+        """Delays between the tries of a failed turn."""
+        return Backoff(base=self.backoff_base, max=self.backoff_max)
+
 
 class AgentSettings(_Strict):
     max_turns: int = Field(12, ge=1, le=100, description="model calls per turn")
@@ -303,6 +310,11 @@ class OutboxSettings(_Strict):
     max_attempts: int = Field(8, ge=1, le=100, description="delivery attempts per chunk on transient errors")
     backoff_base: float = Field(1.0, gt=0, description="first retry delay, seconds")
     backoff_max: float = Field(300.0, gt=0, description="longest retry delay, seconds")
+
+    @cached_property
+    def backoff(self) -> Backoff:
+        """Delays between the tries of a chunk the platform refused for now."""
+        return Backoff(base=self.backoff_base, max=self.backoff_max)
 
 
 class SchedulerSettings(_Strict):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -211,8 +210,7 @@ class Outbox:
     def _backoff(self, attempts: int, retry_after: float | None) -> float:
         if retry_after:
             return retry_after  # the platform said when; sooner would only be refused again
-        base = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempts)
-        return base * random.uniform(0.5, 1.0)
+        return self.settings.backoff.delay(attempts + 1)  # ``attempts`` counts the tries already made
 
     async def _finish(
         self,

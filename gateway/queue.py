@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -271,7 +270,7 @@ class TurnQueue:
             # A failed lease rolled back, so the thread's items are still pending: without
             # a retry they would wait for the thread's next message or the next start.
             crashes = self._crashes[thread_id] = self._crashes.get(thread_id, 0) + 1
-            delay = self._backoff(crashes)
+            delay = self.settings.backoff.delay(crashes)
             log.exception("queue worker for thread %s crashed; trying again in %.1fs", thread_id, delay)
             self._notify_at(thread_id, delay)
         finally:
@@ -325,7 +324,7 @@ class TurnQueue:
         retry_after: float | None = None,
     ) -> None:
         if transient and batch.attempts < self.settings.max_attempts:
-            delay = retry_after or self._backoff(batch.attempts)
+            delay = retry_after or self.settings.backoff.delay(batch.attempts)
             log.warning(
                 "turn on thread %s failed (attempt %d/%d), retrying in %.1fs: %s",
                 batch.thread_id,
@@ -340,10 +339,6 @@ class TurnQueue:
         log.error("turn on thread %s failed for good, dead-lettered: %s", batch.thread_id, error)
         await self._end(batch, "dead", error)
         await self.handler.gave_up(batch, error, canceled=False, failure=failure)
-
-    def _backoff(self, attempts: int) -> float:
-        base = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempts - 1))
-        return base * random.uniform(0.5, 1.0)
 
     async def _release(self, batch: Batch, *, delay: float = 0.0, error: str | None = None) -> None:
         now = time.time()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from connectors.discord_bot.outbound import DiscordSender, request_trace
 from connectors.discord_bot.working import TypingIndicators
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
+from gateway.backoff import Backoff
 from gateway.config import DiscordChannel
 
 log = logging.getLogger("talon.connectors.discord")
@@ -38,7 +38,9 @@ log = logging.getLogger("talon.connectors.discord")
 # outbox as TRANSIENT with retry_after (30 s is the smallest value discord.py accepts).
 _MAX_RATELIMIT_WAIT = 30.0
 _LOGIN_TIMEOUT = 30.0
-_RESTART_DELAY_CAP = 60.0
+_GATEWAY_RESTART = Backoff(base=1.0, max=60.0)
+# The next message of the chat waits behind a failing intake: a fixed, short schedule.
+DEFAULT_INTAKE_RETRY = Backoff(base=0.5, max=30.0, jitter=0)
 _FATAL_CLOSE_CODES = {
     4004: "the gateway rejected the bot token; reset it in the Discord Developer Portal",
     4010: "invalid shard sent to the gateway",
@@ -73,7 +75,7 @@ class DiscordConnector:
         files_dir: inbound attachments are saved under ``files_dir/<channel>/<chat>[/<thread>]``.
         send_timeout: seconds one :meth:`send` may take (default ``settings.send_timeout`` or 60).
         typing_interval: seconds between typing triggers (default ``settings.typing_interval`` or 8).
-        intake_retry_delay: first delay before retrying a failed intake (doubles, capped at 30 s).
+        intake_retry: delays before retrying a failed intake (0.5 s doubling to 30 s).
         intake_attempts: intake tries per message before it is dropped with an error log.
     """
 
@@ -86,7 +88,7 @@ class DiscordConnector:
         files_dir: Path,
         send_timeout: float | None = None,
         typing_interval: float | None = None,
-        intake_retry_delay: float = 0.5,
+        intake_retry: Backoff = DEFAULT_INTAKE_RETRY,
         intake_attempts: int = 8,
     ) -> None:
         self.name = settings.name
@@ -95,7 +97,7 @@ class DiscordConnector:
         self._files_dir = Path(files_dir)
         self._send_timeout = float(send_timeout or getattr(settings, "send_timeout", None) or 60.0)
         self._typing_interval = float(typing_interval or getattr(settings, "typing_interval", None) or 8.0)
-        self._intake_retry_delay = intake_retry_delay
+        self._intake_retry = intake_retry
         self._intake_attempts = max(1, intake_attempts)
         self._api_base = api_base_for(settings.api_base_url)
         self._policy = ChannelPolicy.from_settings(settings)
@@ -215,7 +217,7 @@ class DiscordConnector:
     async def _run_gateway(self) -> None:
         """Keep discord.py's connect loop running; it reconnects by itself, this restarts it
         (new login, capped jittered backoff) if it ever gives up on a recoverable error."""
-        delay = 1.0
+        restarts = 0
         while not self._stopping:
             client = self._client
             assert client is not None
@@ -236,11 +238,11 @@ class DiscordConnector:
                 reason = f"gateway failed: {exc!r}"
             if self._stopping:
                 return
-            wait = delay * random.uniform(0.5, 1.0)
+            restarts += 1
+            wait = _GATEWAY_RESTART.delay(restarts)
             log.warning("discord channel %s: %s; reconnecting in %.1f s", self.name, reason, wait)
             self.health.set("reconnecting", reason)
             await asyncio.sleep(wait)
-            delay = min(delay * 2, _RESTART_DELAY_CAP)
             with contextlib.suppress(Exception):
                 await client.close()
             try:
@@ -293,7 +295,6 @@ class DiscordConnector:
     async def _deliver(self, event: InboundEvent) -> None:
         intake = self._intake
         assert intake is not None
-        delay = self._intake_retry_delay
         for attempt in range(1, self._intake_attempts + 1):
             try:
                 await intake(event)
@@ -310,14 +311,14 @@ class DiscordConnector:
                         exc,
                     )
                     return
+                delay = self._intake_retry.delay(attempt)
                 log.warning(
                     "intake of discord message %s failed (%r); retrying in %.1f s",
                     event.event_id,
                     exc,
                     delay,
                 )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 30.0)
+                await asyncio.sleep(delay)
 
     # ---------------------------------------------------------------- outbound
 

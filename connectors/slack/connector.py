@@ -60,7 +60,8 @@ from connectors.slack.inbound import (
 )
 from connectors.slack.memory import KeyedLocks, Recent
 from connectors.slack.receiver import EventReceiver, IntakeFailed
-from connectors.slack.socket import Backoff
+from connectors.slack.socket import DEFAULT_RECONNECT, ReconnectBackoff
+from gateway.backoff import Backoff
 from gateway.config import SlackChannel
 
 log = logging.getLogger("talon.slack")
@@ -88,8 +89,7 @@ class SlackConnector:
         request_timeout: seconds per Web API call; a send that times out is ``AMBIGUOUS``.
         ping_interval: Socket Mode ping interval; a connection silent for four of these is
             replaced.
-        reconnect_base: first delay, in seconds, after a failed reconnect attempt.
-        reconnect_max: cap of the reconnect delay.
+        reconnect: delays between failing Socket Mode reconnect attempts (1 s doubling to 60 s).
         working_reaction: the reaction shown on the triggering message during a turn.
     """
 
@@ -102,8 +102,7 @@ class SlackConnector:
         files_dir: Path,
         request_timeout: float = 30.0,
         ping_interval: float = 10.0,
-        reconnect_base: float = 1.0,
-        reconnect_max: float = 60.0,
+        reconnect: Backoff = DEFAULT_RECONNECT,
         working_reaction: str = "eyes",
     ) -> None:
         self.name = settings.name
@@ -112,7 +111,7 @@ class SlackConnector:
         self._files_dir = files_dir
         self._timeout = request_timeout
         self._ping_interval = ping_interval
-        self._backoff = Backoff(base=reconnect_base, cap=reconnect_max)
+        self._backoff = ReconnectBackoff(reconnect)
         self._reaction = working_reaction
         self._api_root = (settings.api_base_url or DEFAULT_API_ROOT).rstrip("/")
         self._policy = ChannelPolicy.from_settings(settings)

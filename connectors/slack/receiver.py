@@ -34,7 +34,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from connectors.base import ConnectorHealth, ConnectorStartError
 from connectors.slack.errors import api_error_code
-from connectors.slack.socket import MAX_EVENT_BYTES, Backoff, BackoffSocketModeClient
+from connectors.slack.socket import MAX_EVENT_BYTES, BackoffSocketModeClient, ReconnectBackoff
 from gateway.config import SlackChannel
 from gateway.jsonsafe import JSONInputError, loads
 
@@ -75,7 +75,7 @@ class EventReceiver:
         health: ConnectorHealth,
         timeout: float,
         ping_interval: float,
-        backoff: Backoff,
+        backoff: ReconnectBackoff,
     ):
         self.name = settings.name
         self.settings = settings

@@ -11,32 +11,31 @@ oversized or deeply nested one is skipped with a warning.
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 
+from gateway.backoff import Backoff
 from gateway.jsonsafe import JSONInputError, loads
 
 # An event is a few kilobytes; the same cap holds over Socket Mode and HTTP.
 MAX_EVENT_BYTES = 1 << 20
 
+DEFAULT_RECONNECT = Backoff(base=1.0, max=60.0)
+
 
 @dataclass(slots=True)
-class Backoff:
-    """Delays between failing attempts: ``base * 2**n`` capped at ``cap``, times 0.5-1.0."""
+class ReconnectBackoff:
+    """Delays between reconnect attempts: none after a successful open, then ``policy``'s
+    delay for the number of opens that failed in a row."""
 
-    base: float = 1.0
-    cap: float = 60.0
+    policy: Backoff
     failures: int = 0
 
     def next_delay(self) -> float:
-        if self.failures == 0:
-            return 0.0
-        raw = min(self.cap, self.base * 2 ** (self.failures - 1))
-        return raw * random.uniform(0.5, 1.0)
+        return self.policy.delay(self.failures) if self.failures else 0.0
 
     def failed(self) -> None:
         self.failures += 1
@@ -54,7 +53,7 @@ class BackoffSocketModeClient(SocketModeClient):
         **kwargs: passed to :class:`slack_sdk.socket_mode.aiohttp.SocketModeClient`.
     """
 
-    def __init__(self, *, backoff: Backoff, on_problem: Callable[[str], None], **kwargs: Any):
+    def __init__(self, *, backoff: ReconnectBackoff, on_problem: Callable[[str], None], **kwargs: Any):
         super().__init__(**kwargs)
         self._backoff = backoff
         self._on_problem = on_problem

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import random
 import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,10 +14,12 @@ import httpx
 from telegram import Bot
 from telegram.request import HTTPXRequest
 
+from gateway.backoff import Backoff
 from gateway.config import TelegramChannel
 
 DEFAULT_API_ROOT = "https://api.telegram.org"
 ALLOWED_UPDATES = ("message", "channel_post")
+DEFAULT_BACKOFF = Backoff(base=1.0, max=60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +27,8 @@ class TelegramTuning:
     """Timings the connector uses; the defaults suit production, tests shrink them.
 
     Args:
-        backoff_base: first reconnect/retry delay in seconds (doubles per failure).
-        backoff_max: the cap on that delay.
+        backoff: delays after failed ``getUpdates`` calls and failed intakes (1 s doubling to 60 s);
+            a rejected token waits ``backoff.max``.
         typing_interval: seconds between ``typing`` chat actions (Telegram shows one for ~5 s).
         typing_delay: seconds a turn runs before the first ``typing`` action; a reply that
             comes sooner costs no chat action (one API call per turn, as many as the reply).
@@ -38,8 +39,7 @@ class TelegramTuning:
         media_write_timeout: seconds to upload a file.
     """
 
-    backoff_base: float = 1.0
-    backoff_max: float = 60.0
+    backoff: Backoff = DEFAULT_BACKOFF
     typing_interval: float = 4.0
     typing_delay: float = 0.5
     typing_max: float = 900.0
@@ -47,11 +47,6 @@ class TelegramTuning:
     read_timeout: float = 20.0
     write_timeout: float = 20.0
     media_write_timeout: float = 60.0
-
-    def backoff(self, attempt: int) -> float:
-        """Delay before retry number ``attempt`` (1-based): exponential, capped, jittered."""
-        ceiling = min(self.backoff_max, self.backoff_base * 2 ** max(attempt - 1, 0))
-        return ceiling * random.uniform(0.5, 1.0)
 
 
 class TelegramBot(Bot):

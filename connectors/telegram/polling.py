@@ -115,7 +115,7 @@ class Poller:
                     intake_failures = 0
                 else:
                     intake_failures += 1
-                    await asyncio.sleep(self._tuning.backoff(intake_failures))
+                    await asyncio.sleep(self._tuning.backoff.delay(intake_failures))
         finally:
             await bot.close()
 
@@ -140,7 +140,7 @@ class Poller:
 
     async def _poll_failed(self, bot: TelegramBot, exc: Exception, failures: int) -> float:
         """Record why getUpdates failed; returns the delay before the next attempt."""
-        delay = self._tuning.backoff(failures)
+        delay = self._tuning.backoff.delay(failures)
         reason = redact(str(exc), bot.token) or type(exc).__name__
         if isinstance(exc, RetryAfter):
             delay = retry_after_seconds(exc)
@@ -155,7 +155,7 @@ class Poller:
                 "409 Conflict: another process is polling with this bot token; stop the other instance",
             )
         elif isinstance(exc, InvalidToken):
-            delay = self._tuning.backoff_max
+            delay = self._tuning.backoff.max
             self._health.set("failed", "Telegram rejected the bot token; check the token in talon.yaml")
         elif isinstance(exc, TelegramError):
             self._health.set("reconnecting", f"getUpdates failed: {reason}")

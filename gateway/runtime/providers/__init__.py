@@ -14,8 +14,10 @@ import asyncio
 import importlib
 from typing import Any
 
+from gateway.backoff import Backoff
 from gateway.config import ProviderSettings
 from gateway.runtime.model import ModelProvider, ModelRequest, ModelResponse, TextDelta
+from gateway.runtime.providers.retry import MODEL_CALL_BACKOFF
 
 __all__ = ["LazyProvider", "build_provider"]
 
@@ -60,7 +62,7 @@ def build_provider(
     name: str,
     settings: ProviderSettings,
     *,
-    backoff_base: float = 0.5,
+    backoff: Backoff = MODEL_CALL_BACKOFF,
     retry_after_cap: float = 60.0,
 ) -> LazyProvider:
     """Build the provider ``settings.type`` names.
@@ -68,11 +70,11 @@ def build_provider(
     Args:
         name (:obj:`str`): The key under ``providers`` in talon.yaml; errors name it.
         settings (:class:`~gateway.config.ProviderSettings`): Its settings.
-        backoff_base (:obj:`float`, optional): First retry delay without ``retry-after``
-            (tests make it tiny).
+        backoff (:class:`~gateway.backoff.Backoff`, optional): Retry delays without
+            ``retry-after`` (tests make them tiny).
         retry_after_cap (:obj:`float`, optional): Longest wait honoured from ``retry-after``.
 
     Raises:
         :exc:`ValueError`: For a ``type`` no provider implements.
     """
-    return LazyProvider(name, settings, backoff_base=backoff_base, retry_after_cap=retry_after_cap)
+    return LazyProvider(name, settings, backoff=backoff, retry_after_cap=retry_after_cap)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from gateway.backoff import Backoff
 from gateway.runtime.model import ProviderError
 
 T = TypeVar("T")
@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
 # Error types that mean the same when they arrive inside a 200 streaming response.
 RETRY_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error"})
+# Delays between the attempts of one model call when the API names none.
+MODEL_CALL_BACKOFF = Backoff(base=0.5, max=30.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,25 +37,21 @@ class RetryPolicy:
 
     Args:
         max_retries (:obj:`int`): Retries after the first attempt (``providers.<name>.max_retries``).
-        backoff_base (:obj:`float`, optional): First backoff delay in seconds when the API gave no
-            ``retry-after``; doubles on each retry, with jitter. Defaults to ``0.5``.
-        backoff_max (:obj:`float`, optional): Upper bound of one backoff delay. Defaults to ``30``.
+        backoff (:class:`~gateway.backoff.Backoff`, optional): Delays when the API gave no
+            ``retry-after``. Defaults to :data:`MODEL_CALL_BACKOFF` (0.5 s doubling to 30 s).
         retry_after_cap (:obj:`float`, optional): Upper bound applied to the API's ``retry-after``
             hint. Defaults to ``60``.
     """
 
     max_retries: int = 3
-    backoff_base: float = 0.5
-    backoff_max: float = 30.0
+    backoff: Backoff = MODEL_CALL_BACKOFF
     retry_after_cap: float = 60.0
 
     def delay(self, retry: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based)."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.retry_after_cap)
-        ceiling = min(self.backoff_max, self.backoff_base * (2**retry))
-        # Jitter in [ceiling/2, ceiling] spreads out callers that failed together.
-        return ceiling * (0.5 + random.random() / 2)
+        return self.backoff.delay(retry + 1)
 
 
 class RetryableFailure(Exception):

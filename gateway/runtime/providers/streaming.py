@@ -19,9 +19,11 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 import httpx2
 import pydantic
 
+from gateway.backoff import Backoff
 from gateway.config import SECRET_HINTS, ProviderSettings
 from gateway.runtime.model import ModelRequest, ModelResponse, ProviderError, TextDelta
 from gateway.runtime.providers.retry import (
+    MODEL_CALL_BACKOFF,
     RetryableFailure,
     RetryPolicy,
     StreamTracker,
@@ -74,7 +76,7 @@ class StreamingProvider(ABC, Generic[ClientT]):
         name (:obj:`str`): The key under ``providers`` in talon.yaml.
         settings (:class:`~gateway.config.ProviderSettings`): ``api_key``, ``base_url``,
             ``timeout``, ``max_retries``.
-        backoff_base (:obj:`float`, optional): First retry delay without ``retry-after``.
+        backoff (:class:`~gateway.backoff.Backoff`, optional): Retry delays without ``retry-after``.
         retry_after_cap (:obj:`float`, optional): Longest wait honoured from ``retry-after``.
     """
 
@@ -88,13 +90,13 @@ class StreamingProvider(ABC, Generic[ClientT]):
         name: str,
         settings: ProviderSettings,
         *,
-        backoff_base: float = 0.5,
+        backoff: Backoff = MODEL_CALL_BACKOFF,
         retry_after_cap: float = 60.0,
     ) -> None:
         self.name = name
         self._timeout = settings.timeout
         self._policy = RetryPolicy(
-            max_retries=settings.max_retries, backoff_base=backoff_base, retry_after_cap=retry_after_cap
+            max_retries=settings.max_retries, backoff=backoff, retry_after_cap=retry_after_cap
         )
         self._client: ClientT | None = self._make_client(settings)
 

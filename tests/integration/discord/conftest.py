@@ -11,6 +11,7 @@ import pytest
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
 from connectors.discord_bot import DiscordConnector
+from gateway.backoff import Backoff
 from gateway.config import DiscordChannel
 from tests.fakes.discord_api import FakeDiscord
 
@@ -90,7 +91,7 @@ async def start_connector(fake: FakeDiscord, tmp_path: Path) -> AsyncIterator[St
             files_dir=tmp_path / "files",
             send_timeout=send_timeout,
             typing_interval=0.05,
-            intake_retry_delay=0.05,
+            intake_retry=Backoff(base=0.05, max=30.0, jitter=0),
         )
         recorder = Recorder()
         await connector.start(recorder)

@@ -21,6 +21,7 @@ from connectors.base import (
     ThreadKey,
 )
 from connectors.slack import SlackConnector
+from gateway.backoff import Backoff
 from gateway.config import SlackChannel
 from tests.fakes.slack_api import FakeSlack
 
@@ -69,8 +70,7 @@ def make_connector(fake: FakeSlack, files_dir: Path, **overrides: Any) -> SlackC
         files_dir=files_dir,
         request_timeout=timeout,
         ping_interval=0.2,
-        reconnect_base=0.05,
-        reconnect_max=0.2,
+        reconnect=Backoff(base=0.05, max=0.2),
     )
 
 

@@ -9,7 +9,8 @@ from connectors.base import ErrorClass, ThreadKey
 from connectors.slack.errors import classify_send_error
 from connectors.slack.files import human_size, safe_file_name
 from connectors.slack.inbound import SkipEvent, parse_message, readable_text
-from connectors.slack.socket import Backoff
+from connectors.slack.socket import ReconnectBackoff
+from gateway.backoff import Backoff
 
 BOT = "U0FAKEBOT"
 
@@ -106,7 +107,7 @@ def test_human_size_and_file_names() -> None:
 
 
 def test_backoff_grows_is_capped_and_resets() -> None:
-    backoff = Backoff(base=1.0, cap=8.0)
+    backoff = ReconnectBackoff(Backoff(base=1.0, max=8.0))
     assert backoff.next_delay() == 0.0
     delays = []
     for _ in range(6):

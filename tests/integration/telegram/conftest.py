@@ -12,13 +12,13 @@ import pytest
 
 from connectors.base import ConnectorHealth, InboundEvent, IntakeResult, IntakeStatus
 from connectors.telegram import TelegramConnector, TelegramTuning
+from gateway.backoff import Backoff
 from gateway.config import TelegramChannel
 from tests.fakes.telegram_api import FakeTelegramAPI
 
 CHANNEL = "team-telegram"
 FAST = TelegramTuning(
-    backoff_base=0.02,
-    backoff_max=0.2,
+    backoff=Backoff(base=0.02, max=0.2),
     typing_interval=0.05,
     typing_max=30.0,
     connect_timeout=2.0,

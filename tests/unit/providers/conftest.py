@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gateway.backoff import Backoff
 from gateway.config import ProviderSettings
 from gateway.runtime.model import ModelProvider
 from gateway.runtime.providers import build_provider
@@ -28,7 +29,10 @@ class Api:
         fields: dict[str, Any] = {"type": self.kind, "api_key": "test-key", "base_url": self.fake.base_url}
         fields.update(settings)
         provider = build_provider(
-            "main", ProviderSettings(**fields), backoff_base=backoff_base, retry_after_cap=retry_after_cap
+            "main",
+            ProviderSettings(**fields),
+            backoff=Backoff(base=backoff_base, max=30.0),
+            retry_after_cap=retry_after_cap,
         )
         self.providers.append(provider)
         return provider

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from gateway.backoff import Backoff
 from gateway.runtime.model import ProviderError
 from gateway.runtime.providers.retry import (
     RetryableFailure,
@@ -40,7 +41,7 @@ def test_parse_retry_after_http_date() -> None:
 
 
 def test_backoff_doubles_with_jitter_and_a_ceiling() -> None:
-    policy = RetryPolicy(max_retries=10, backoff_base=0.5, backoff_max=3.0)
+    policy = RetryPolicy(max_retries=10, backoff=Backoff(base=0.5, max=3.0))
     for retry, ceiling in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 3.0), (8, 3.0)]:
         delays = [policy.delay(retry, None) for _ in range(50)]
         assert all(ceiling / 2 <= d <= ceiling for d in delays)

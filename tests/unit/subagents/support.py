@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.backoff import Backoff
 from gateway.config import ProviderSettings, Settings
 from gateway.personas import Persona
 from gateway.runtime.providers import LazyProvider, build_provider
@@ -69,7 +70,9 @@ def make_env(
     settings = Settings(
         config_dir=root, data_dir=Path("data"), providers={n: provider_settings(f) for n, f in fakes.items()}
     )
-    providers = {n: build_provider(n, p, backoff_base=0.01) for n, p in settings.providers.items()}
+    providers = {
+        n: build_provider(n, p, backoff=Backoff(base=0.01, max=30.0)) for n, p in settings.providers.items()
+    }
     runner = SubagentRunner(
         load_definitions(root),
         providers,
