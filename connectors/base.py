@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from gateway.errors import PlatformError
+
 ChatType = Literal["dm", "group", "channel", "thread"]
 
 
@@ -194,5 +196,5 @@ class Connector(Protocol):
         """Show or clear a typing/working indicator. Best effort; never raises."""
 
 
-class ConnectorStartError(Exception):
+class ConnectorStartError(PlatformError):
     """A channel could not start; the message says why and how to fix it."""

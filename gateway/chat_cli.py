@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from gateway.control_client import ControlClient
+from gateway.errors import RefusedError
 
 
-class ChatFailed(Exception):
-    """The turn did not produce a reply; the message is the one-line reason."""
+class ChatFailedError(RefusedError):
+    """The daemon answered without a reply (it refused the message, or the turn failed);
+    the message is the one-line reason."""
 
 
 async def one_shot(
     data_dir: Path, text: str, *, thread: str, persona: str | None, timeout: float
 ) -> list[str]:
-    """Send ``text`` and return the reply chunks. Raises ChatFailed, TimeoutError,
+    """Send ``text`` and return the reply chunks. Raises ChatFailedError, TimeoutError,
     DaemonNotRunningError."""
     request = {"op": "chat", "thread": thread, "persona": persona, "text": text, "event_id": uuid.uuid4().hex}
     chunks: list[str] = []
@@ -28,9 +30,9 @@ async def one_shot(
             if kind == "message":
                 chunks.append(reply["text"])
             elif kind == "error":
-                raise ChatFailed(reply.get("error", "unknown error"))
+                raise ChatFailedError(reply.get("error", "unknown error"))
             elif kind == "done" and reply.get("status") not in ("completed", "stored"):
-                raise ChatFailed(f"turn {reply.get('status')}: {reply.get('error') or 'no reply'}")
+                raise ChatFailedError(f"turn {reply.get('status')}: {reply.get('error') or 'no reply'}")
     return chunks
 
 

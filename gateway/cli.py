@@ -150,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from gateway.chat_cli import ChatFailed, interactive, one_shot
+    from gateway.chat_cli import ChatFailedError, interactive, one_shot
     from gateway.control_client import DaemonNotRunningError
 
     data = _settings(args).data_path
@@ -164,7 +164,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
     except DaemonNotRunningError as exc:
         return _fail(str(exc))
-    except ChatFailed as exc:
+    except ChatFailedError as exc:
         return _fail(str(exc))
     except TimeoutError:
         return _fail(f"no reply within {args.timeout:g}s (--timeout)")

@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from gateway.control import MAX_LINE, SOCKET_NAME
+from gateway.errors import TransientError
 from gateway.jsonsafe import JSONInputError, loads, read_line
 
 
-class DaemonNotRunningError(Exception):
+class DaemonNotRunningError(TransientError):
+    """Nothing listens on the data dir's control socket."""
+
     def __init__(self, data_dir: Path):
         super().__init__(f"the Talon daemon is not running for {data_dir} (start it with `talon run`)")
 

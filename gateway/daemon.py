@@ -31,6 +31,7 @@ from connectors.console import ConsoleConnector
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer, Reply
 from gateway.delegation import Delegation
+from gateway.errors import RefusedError, TransientError
 from gateway.events import EventBus
 from gateway.heap import settle_heap
 from gateway.host_tools import HostTools
@@ -53,11 +54,11 @@ log = logging.getLogger("talon.daemon")
 LOCK_FILE = "talon.lock"
 
 
-class AlreadyRunningError(Exception):
-    pass
+class AlreadyRunningError(RefusedError):
+    """Another daemon holds the data dir; the message names it."""
 
 
-class ShuttingDownError(Exception):
+class ShuttingDownError(TransientError):
     """Raised to connectors during shutdown: do not acknowledge the event."""
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from connectors.base import ThreadKey
 from gateway.config import Settings
+from gateway.errors import RefusedError
 from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.store.db import Database
@@ -37,7 +38,7 @@ BACKGROUND_LABEL = "subagent.background"
 MIN_BACKGROUND_MINUTES = 15
 
 
-class DelegationError(Exception):
+class DelegationError(RefusedError):
     """A refused delegation; the message says why and what to do instead."""
 
 

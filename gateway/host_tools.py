@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.base import ThreadKey
 from gateway.config import Settings
 from gateway.control import Reply
+from gateway.errors import RefusedError
 from gateway.personas import Persona
 from gateway.pipeline import Bindings
 from gateway.runtime.agent import ToolBox, ToolOutcome
@@ -52,7 +53,7 @@ _SESSION_GOODBYE = 2.0
 _GOODBYE_POLL = 0.02
 
 
-class SessionError(Exception):
+class SessionError(RefusedError):
     """An ad-hoc session cannot be opened; the message says what to change."""
 
 

@@ -13,6 +13,8 @@ import asyncio
 import json
 from typing import Any
 
+from gateway.errors import RefusedError
+
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "JSONInputError", "loads", "read_line"]
 
 MAX_BYTES = 1 << 20
@@ -21,7 +23,7 @@ MAX_BYTES = 1 << 20
 MAX_DEPTH = 64
 
 
-class JSONInputError(ValueError):
+class JSONInputError(RefusedError, ValueError):
     """The input is too long, not UTF-8, not JSON, or nested too deeply."""
 
 

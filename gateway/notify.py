@@ -13,13 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from connectors.base import Connector, ThreadKey
+from gateway.errors import RefusedError
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.pipeline import Bindings
 from gateway.store.db import Database
 from gateway.store.threads import upsert_thread
 
 
-class NotifyError(Exception):
+class NotifyError(RefusedError):
     """The message cannot be posted; the text says what to change."""
 
 

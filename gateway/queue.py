@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.config import QueueSettings
+from gateway.errors import TransientError
 from gateway.runtime.model import ProviderError
 from gateway.store.db import Database
 
@@ -61,11 +62,7 @@ class Batch:
         return self.items[0].run_id
 
 
-class TurnCanceled(Exception):
-    """The turn was stopped by ``/stop``."""
-
-
-class ReplyNotSaved(Exception):
+class ReplyNotSavedError(TransientError):
     """The model answered but its reply could not be committed. The answer is kept (see
     :func:`keep_run_in`), so retrying the batch does not call the model again.
 
@@ -297,17 +294,13 @@ class TurnQueue:
             await self._end(batch, "canceled", "stopped by /stop")
             await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
             return
-        except TurnCanceled:
-            await self._end(batch, "canceled", "stopped by /stop")
-            await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
-            return
         except ProviderError as exc:
             await self._failed(batch, exc, str(exc), transient=exc.transient, retry_after=exc.retry_after)
             return
         except TimeoutError as exc:
             await self._failed(batch, exc, "turn timed out", transient=True)
             return
-        except ReplyNotSaved as exc:  # the turn runner logged it with its cause
+        except ReplyNotSavedError as exc:  # the turn runner logged it with its cause
             await self._failed(batch, exc, str(exc), transient=True)
             return
         except Exception as exc:

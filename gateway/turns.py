@@ -26,7 +26,7 @@ from gateway.events import EventBus
 from gateway.logs import run_id_var, thread_id_var
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
-from gateway.queue import Batch, ReplyNotSaved, TurnHandler, complete_in, keep_run_in
+from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in, keep_run_in
 from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
 from gateway.runtime.context import (
     ChannelInfo,
@@ -64,7 +64,7 @@ def failure_notice(failure: BaseException | None) -> str:
     """The chat's notice for a turn that ``failure`` ended for good."""
     if isinstance(failure, ProviderError):
         return APOLOGY
-    if isinstance(failure, ReplyNotSaved):
+    if isinstance(failure, ReplyNotSavedError):
         return NOT_SAVED.format(reason=failure.reason)
     if isinstance(failure, TimeoutError):
         return TIMED_OUT
@@ -239,7 +239,7 @@ class TurnRunner(TurnHandler):
 
     async def _not_saved(
         self, batch: Batch, run_id: int, result: TurnResult, exc: Exception
-    ) -> ReplyNotSaved:
+    ) -> ReplyNotSavedError:
         """The reply's commit failed: keep the answer on the run, in a transaction of its own,
         so the retry commits it instead of paying for the model again."""
         error = _storable(f"reply not saved: {type(exc).__name__}: {exc}")
@@ -250,7 +250,7 @@ class TurnRunner(TurnHandler):
             )
         except Exception:
             log.exception("the answer could not be kept either; the retry will call the model again")
-        return ReplyNotSaved(error, reason=_not_saved_reason(exc))
+        return ReplyNotSavedError(error, reason=_not_saved_reason(exc))
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
         await self.db.execute(

@@ -12,13 +12,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gateway.errors import RefusedError
+
 if TYPE_CHECKING:
     from gateway.config import Settings
     from gateway.personas import Persona
     from gateway.store.db import Database
 
 
-class ToolError(Exception):
+class ToolError(RefusedError):
     """An error the model should see verbatim."""
 
 

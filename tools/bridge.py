@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.errors import RefusedError
 from gateway.labels import Decision, check, may_list
 from gateway.runtime.agent import tool_result_text
 from tools.arguments import ArgumentChecker
@@ -95,7 +96,7 @@ class CallResult:
     unknown_tool: bool = False
 
 
-class BridgeAuthError(Exception):
+class BridgeAuthError(RefusedError):
     """A request did not prove a registered run identity; the message says which part failed."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gateway.errors import TransientError
 from gateway.jsonsafe import JSONInputError, loads, read_line
 from tools.bridge import ENV_PERSONA, ENV_RUN_ID, ENV_SECRET, ENV_SOCKET, ENV_THREAD
 from tools.bridge_server import MAX_LINE
@@ -27,7 +28,7 @@ _ENV_NAMES = (ENV_SOCKET, ENV_RUN_ID, ENV_SECRET, ENV_THREAD, ENV_PERSONA)
 _REPLY_LIMIT = MAX_LINE * 4
 
 
-class BridgeUnavailableError(Exception):
+class BridgeUnavailableError(TransientError):
     """The daemon's bridge socket cannot be reached, the connection was lost, or a reply
     could not be read."""
 

@@ -33,6 +33,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from gateway.control_client import ControlClient, DaemonNotRunningError
+from gateway.errors import RefusedError
 from tools.bridge_client import (
     BridgeClient,
     BridgeCredentials,
@@ -51,7 +52,7 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 
 
-class SessionRefusedError(Exception):
+class SessionRefusedError(RefusedError):
     """The daemon would not open an ad-hoc session; the message says why."""
 
 

@@ -59,7 +59,7 @@ from connectors.slack.inbound import (
     sender_name_from_event,
 )
 from connectors.slack.memory import KeyedLocks, Recent
-from connectors.slack.receiver import EventReceiver, IntakeFailed
+from connectors.slack.receiver import EventReceiver, IntakeFailedError
 from connectors.slack.socket import DEFAULT_RECONNECT, ReconnectBackoff
 from gateway.backoff import Backoff
 from gateway.config import SlackChannel
@@ -286,7 +286,7 @@ class SlackConnector:
                 return
             intake = self._intake
             if intake is None:
-                raise IntakeFailed(f"{self.name} is stopping")  # Slack redelivers after restart
+                raise IntakeFailedError(f"{self.name} is stopping")  # Slack redelivers after restart
             inbound = await self._inbound_event(msg, body)
             try:
                 await intake(inbound)
@@ -299,7 +299,7 @@ class SlackConnector:
                     exc,
                     extra={"channel": self.name, "event_id": msg.event_id},
                 )
-                raise IntakeFailed(msg.event_id) from exc
+                raise IntakeFailedError(msg.event_id) from exc
             self._committed.put(msg.event_id, True)
             if inbound.needs_reply:
                 self._triggers.put(inbound.thread_key, msg.ts)

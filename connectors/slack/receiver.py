@@ -3,7 +3,7 @@
 Bolt runs with ``process_before_response=True``, so the listener (policy check, downloads,
 intake) finishes before Bolt produces its response. In Socket Mode the receiver reads the
 envelopes from slack_sdk's ``SocketModeClient`` itself and acks one only when Bolt's
-response is not a 5xx: a listener that raises :class:`IntakeFailed` leaves the envelope
+response is not a 5xx: a listener that raises :class:`IntakeFailedError` leaves the envelope
 unacked and Slack redelivers it. In HTTP mode the same 500 makes Slack retry the request.
 In HTTP mode the request signature (``signing_secret``) is verified before the body is
 parsed (401 when it is wrong); a signed body that is not acceptable JSON is answered 400,
@@ -36,6 +36,7 @@ from connectors.base import ConnectorHealth, ConnectorStartError
 from connectors.slack.errors import api_error_code
 from connectors.slack.socket import MAX_EVENT_BYTES, BackoffSocketModeClient, ReconnectBackoff
 from gateway.config import SlackChannel
+from gateway.errors import TransientError
 from gateway.jsonsafe import JSONInputError, loads
 
 log = logging.getLogger("talon.slack")
@@ -43,7 +44,7 @@ log = logging.getLogger("talon.slack")
 EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class IntakeFailed(Exception):
+class IntakeFailedError(TransientError):
     """Raised by the event handler when the gateway could not commit an event; the event is
     then not acknowledged and Slack redelivers it."""
 
@@ -57,7 +58,7 @@ class EventReceiver:
         bolt_client: a token-less Web API client for Bolt's request context.
         identity: the bot as ``auth.test`` described it.
         on_event: called with the ``event_callback`` body of each message event; raises
-            :class:`IntakeFailed` to withhold the acknowledgement.
+            :class:`IntakeFailedError` to withhold the acknowledgement.
         health: updated with the Socket Mode connection state.
         timeout: seconds for opening the first connection.
         ping_interval: Socket Mode ping interval.
@@ -159,7 +160,7 @@ class EventReceiver:
 
     async def _on_bolt_error(self, error: Exception) -> None:
         # Bolt answers 500 after this either way; an intake failure was logged already.
-        if not isinstance(error, IntakeFailed):
+        if not isinstance(error, IntakeFailedError):
             log.error("slack event handling failed", exc_info=error, extra={"channel": self.name})
 
     # ------------------------------------------------------------ Socket Mode

@@ -17,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
+from gateway.errors import TransientError
 from gateway.persona_mcp.results import outcome_from_result
 from gateway.persona_mcp.sandbox import DEFAULT_BWRAP, SandboxError, build_launch
 from gateway.persona_mcp.settings import HttpServerSettings, McpServerSettings
@@ -26,7 +27,7 @@ from gateway.runtime.agent import ToolOutcome
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
 
-__all__ = ["McpServerConnection", "ServerUnavailable"]
+__all__ = ["McpServerConnection", "ServerUnavailableError"]
 
 log = logging.getLogger("talon.persona_mcp")
 
@@ -36,7 +37,7 @@ _PROBE_SECONDS = 5.0
 _CALL_GRACE = 5.0
 
 
-class ServerUnavailable(Exception):
+class ServerUnavailableError(TransientError):
     """The server cannot take calls now; the message is meant for the model and the log."""
 
 
@@ -136,10 +137,10 @@ class McpServerConnection:
         a start is waited for (it is bounded by ``start_timeout``).
 
         Raises:
-            :class:`ServerUnavailable`
+            :class:`ServerUnavailableError`
         """
         if self._stopped:
-            raise ServerUnavailable(f"MCP server {self.name} is shut down")
+            raise ServerUnavailableError(f"MCP server {self.name} is shut down")
         live = self._live
         if live is not None and live.client is not None and not live.closed.is_set():
             return live.client
@@ -148,14 +149,14 @@ class McpServerConnection:
         if self._starting is None:
             wait = self._retry_at - time.monotonic()
             if wait > patience:
-                raise ServerUnavailable(
+                raise ServerUnavailableError(
                     f"MCP server {self.name} is unavailable ({self.last_error}); the next start attempt "
                     f"is in {wait:.0f} s. Continue without its tools or try again later."
                 )
             if wait > 0:
                 await asyncio.sleep(wait)
                 if self._stopped:
-                    raise ServerUnavailable(f"MCP server {self.name} is shut down")
+                    raise ServerUnavailableError(f"MCP server {self.name} is shut down")
         # Shielded: a caller that gives up must not abort a start other callers wait for.
         return await asyncio.shield(self._start_task())
 
@@ -174,7 +175,7 @@ class McpServerConnection:
         self._log.forget()
         try:
             return await asyncio.wait_for(self._connect(), self.start_timeout)
-        except ServerUnavailable as exc:
+        except ServerUnavailableError as exc:
             reason = str(exc)
         except TimeoutError:
             reason = f"it did not finish starting within {self.start_timeout:g} s"
@@ -187,7 +188,7 @@ class McpServerConnection:
         if tail and tail not in reason:
             reason = f"{reason} (stderr: {tail})"
         self._failed(reason)
-        raise ServerUnavailable(f"MCP server {self.name} failed to start: {reason}")
+        raise ServerUnavailableError(f"MCP server {self.name} failed to start: {reason}")
 
     async def _connect(self) -> Client:
         with ExitStack() as files:
@@ -219,11 +220,11 @@ class McpServerConnection:
         if self.settings.sandbox == "bwrap" and self.preflight is not None:
             problem = await asyncio.to_thread(self.preflight)
             if problem:
-                raise ServerUnavailable(problem.replace("the servers that use it", self.name))
+                raise ServerUnavailableError(problem.replace("the servers that use it", self.name))
         try:
             launch = build_launch(self.settings, self.workspace, server=self.name, bwrap=self.bwrap)
         except SandboxError as exc:
-            raise ServerUnavailable(str(exc)) from None
+            raise ServerUnavailableError(str(exc)) from None
         errlog = files.enter_context(self._log.open())
         return stdio_transport(launch, errlog, label=self.label)
 
@@ -245,7 +246,7 @@ class McpServerConnection:
                     await _either(live.stop, live.closed)
             except asyncio.CancelledError:
                 if not ready.done():
-                    ready.set_exception(ServerUnavailable("the start was abandoned"))
+                    ready.set_exception(ServerUnavailableError("the start was abandoned"))
                 raise
             except Exception as exc:
                 if not ready.done():
@@ -260,7 +261,7 @@ class McpServerConnection:
         timeout = self.settings.timeout
         try:
             client = await self.ensure(patience=timeout)
-        except ServerUnavailable as exc:
+        except ServerUnavailableError as exc:
             return ToolOutcome(str(exc), is_error=True)
         live = self._live
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mcp.client.stdio import get_default_environment
 
+from gateway.errors import ConfigError
 from gateway.persona_mcp.settings import StdioServerSettings
 
 __all__ = [
@@ -53,7 +54,7 @@ _ETC_ALWAYS = (
 _ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf")
 
 
-class SandboxError(Exception):
+class SandboxError(ConfigError):
     """A server cannot be launched as configured; the message says what to change."""
 
 

@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from gateway.errors import PlatformError
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
@@ -72,7 +74,7 @@ TextDelta = Callable[[str], Awaitable[None]]
 """Receives streamed text as it arrives (may be ignored)."""
 
 
-class ProviderError(Exception):
+class ProviderError(PlatformError):
     """A model call failed after the provider's own retries.
 
     ``transient`` tells the queue whether retrying the turn later may help;

@@ -17,12 +17,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
+from gateway.errors import RefusedError
+
 CRON_HINT = "use 5 fields: minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'"
 # A fixed-time job matches at most 60 minutes of a repeated hour; skipping them is bounded.
 _MAX_SKIPS = 2000
 
 
-class ScheduleError(ValueError):
+class ScheduleError(RefusedError, ValueError):
     """A schedule definition that cannot work; the message says what to send instead."""
 
 

@@ -23,6 +23,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 
+from gateway.errors import RefusedError
+
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -36,7 +38,7 @@ WAL_REWIND_FRAMES = 8192  # 32 MB of 4 KB pages: past this, finish the checkpoin
 MAX_GROUP = 64  # transactions per group commit: bounds how long the first one waits
 
 
-class SchemaTooNewError(Exception):
+class SchemaTooNewError(RefusedError):
     """The database was written by a newer Talon; refusing protects it from damage."""
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gateway.errors import RefusedError
 from gateway.runtime.model import Usage
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class SubagentError(Exception):
+class SubagentError(RefusedError):
     """A sub-agent call failed; the message says why and, where it can, what to change."""
 
 

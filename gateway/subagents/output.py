@@ -10,6 +10,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from gateway import jsonsafe
+from gateway.errors import RefusedError
 
 __all__ = ["OutputChecker", "OutputError", "extract_json", "schema_instructions"]
 
@@ -17,7 +18,7 @@ _FENCED = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(?P<body>.*)\n```\s*$", re.S)
 _MAX_MESSAGE = 400
 
 
-class OutputError(ValueError):
+class OutputError(RefusedError, ValueError):
     """The reply is not usable; the message says why (it is sent back to the model)."""
 
 

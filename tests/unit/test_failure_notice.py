@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from gateway.queue import ReplyNotSaved
+from gateway.queue import ReplyNotSavedError
 from gateway.runtime.model import ProviderError
 from gateway.turns import failure_notice
 
@@ -16,7 +16,7 @@ def test_a_provider_failure_names_the_model_provider() -> None:
 
 
 def test_a_reply_that_was_not_saved_says_it_was_written() -> None:
-    failure = ReplyNotSaved("reply not saved: IntegrityError", reason="the database refused the write")
+    failure = ReplyNotSavedError("reply not saved: IntegrityError", reason="the database refused the write")
 
     notice = failure_notice(failure)
 

@@ -16,7 +16,7 @@ from gateway.runtime.model import (
     ToolSpec,
     Usage,
 )
-from gateway.runtime.providers.retry import RetryableFailure, classify_status, malformed_response
+from gateway.runtime.providers.retry import RetryableError, classify_status, malformed_response
 from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text, clean_value
 from gateway.runtime.providers.streaming import EventStream, StreamingProvider
 from gateway.runtime.providers.tool_arguments import parse_tool_arguments
@@ -216,7 +216,7 @@ class _Accumulator:
         if self.events == 0:
             raise malformed_response(provider, "the response held no stream events")
         if not self.finished:
-            raise RetryableFailure(f"model provider {provider!r}: the stream ended before message_stop")
+            raise RetryableError(f"model provider {provider!r}: the stream ended before message_stop")
         calls = tuple(
             ToolCall(
                 id=clean_text(tool.id),

@@ -29,7 +29,7 @@ from gateway.runtime.model import (
     ToolSpec,
     Usage,
 )
-from gateway.runtime.providers.retry import RetryableFailure, classify_status, malformed_response
+from gateway.runtime.providers.retry import RetryableError, classify_status, malformed_response
 from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text
 from gateway.runtime.providers.streaming import EventStream, StreamingProvider
 from gateway.runtime.providers.tool_arguments import parse_tool_arguments
@@ -228,7 +228,7 @@ class _Accumulator:
         if self.chunks == 0:
             raise malformed_response(provider, "the response held no stream chunks")
         if self.finish_reason is None:
-            raise RetryableFailure(f"model provider {provider!r}: the stream ended before a finish_reason")
+            raise RetryableError(f"model provider {provider!r}: the stream ended before a finish_reason")
         calls = tuple(
             ToolCall(
                 id=clean_text(call.id) or f"call_{index}",

@@ -1,7 +1,7 @@
 """The retry loop shared by every model provider.
 
 A provider runs one HTTP attempt at a time and turns the SDK's exceptions into either a
-:class:`RetryableFailure` (try again after a delay) or a final
+:class:`RetryableError` (try again after a delay) or a final
 :class:`~gateway.runtime.model.ProviderError`. :func:`run_with_retries` owns the loop: how
 many attempts, how long to wait between them, and the deadline for the whole call.
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gateway.backoff import Backoff
+from gateway.errors import TransientError
 from gateway.runtime.model import ProviderError
 
 T = TypeVar("T")
@@ -54,7 +55,7 @@ class RetryPolicy:
         return self.backoff.delay(retry + 1)
 
 
-class RetryableFailure(Exception):
+class RetryableError(TransientError):
     """One attempt failed in a way another attempt may fix.
 
     Args:
@@ -116,7 +117,7 @@ def classify_status(
     *,
     error_type: str | None = None,
     headers: Mapping[str, str] | None = None,
-) -> RetryableFailure | ProviderError:
+) -> RetryableError | ProviderError:
     """Turn an API error response into a retryable failure or a final error.
 
     Args:
@@ -130,7 +131,7 @@ def classify_status(
     where = "error inside the response stream" if status == 200 else f"HTTP {status}"
     text = f"model provider {provider!r}: {where}{kind}: {message}"
     if status in RETRY_STATUSES or error_type in RETRY_ERROR_TYPES:
-        return RetryableFailure(text, retry_after=parse_retry_after(headers))
+        return RetryableError(text, retry_after=parse_retry_after(headers))
     return ProviderError(text, transient=False)
 
 
@@ -151,11 +152,11 @@ async def run_with_retries(
     timeout: float,
     tracker: StreamTracker | None = None,
 ) -> T:
-    """Run ``attempt`` until it succeeds, retrying :class:`RetryableFailure` per ``policy``.
+    """Run ``attempt`` until it succeeds, retrying :class:`RetryableError` per ``policy``.
 
     Args:
         attempt: Runs one try; receives the seconds left before the deadline (for the SDK's own
-            timeout) and returns the result or raises :class:`RetryableFailure` /
+            timeout) and returns the result or raises :class:`RetryableError` /
             :class:`~gateway.runtime.model.ProviderError`.
         policy (:class:`RetryPolicy`): Retry count and delays.
         provider (:obj:`str`): The provider's configured name, for messages.
@@ -179,7 +180,7 @@ async def run_with_retries(
             raise ProviderError(
                 f"model provider {provider!r}: no complete response within {timeout:g} s", transient=True
             ) from None
-        except RetryableFailure as failure:
+        except RetryableError as failure:
             if tracker is not None and tracker.started:
                 raise ProviderError(
                     f"{failure.message} (after part of the reply was streamed)",

@@ -24,7 +24,7 @@ from gateway.config import SECRET_HINTS, ProviderSettings
 from gateway.runtime.model import ModelRequest, ModelResponse, ProviderError, TextDelta
 from gateway.runtime.providers.retry import (
     MODEL_CALL_BACKOFF,
-    RetryableFailure,
+    RetryableError,
     RetryPolicy,
     StreamTracker,
     malformed_response,
@@ -168,8 +168,8 @@ class StreamingProvider(ABC, Generic[ClientT]):
             raise self._map_sdk_error(exc) from None
         return acc.result(self.name)
 
-    def _connection_failed(self, exc: Exception) -> RetryableFailure:
-        return RetryableFailure(f"model provider {self.name!r}: connection failed: {exc}")
+    def _connection_failed(self, exc: Exception) -> RetryableError:
+        return RetryableError(f"model provider {self.name!r}: connection failed: {exc}")
 
     @abstractmethod
     def _make_client(self, settings: ProviderSettings) -> ClientT | None:
@@ -192,5 +192,5 @@ class StreamingProvider(ABC, Generic[ClientT]):
     def _map_sdk_error(self, exc: Exception) -> Exception:
         """The exception to raise for one of the SDK's own (an instance of :attr:`sdk_error`):
         :exc:`TimeoutError` for a timeout, a
-        :class:`~gateway.runtime.providers.retry.RetryableFailure` for what another attempt
+        :class:`~gateway.runtime.providers.retry.RetryableError` for what another attempt
         may fix, or a final :class:`~gateway.runtime.model.ProviderError`."""

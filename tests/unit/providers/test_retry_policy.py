@@ -11,7 +11,7 @@ import pytest
 from gateway.backoff import Backoff
 from gateway.runtime.model import ProviderError
 from gateway.runtime.providers.retry import (
-    RetryableFailure,
+    RetryableError,
     RetryPolicy,
     StreamTracker,
     classify_status,
@@ -58,7 +58,7 @@ def test_retry_after_is_honoured_up_to_the_cap() -> None:
     ("status", "error_type"), [(429, None), (500, None), (503, None), (529, None), (200, "overloaded_error")]
 )
 def test_retryable_statuses(status: int, error_type: str | None) -> None:
-    assert isinstance(classify_status("p", status, "busy", error_type=error_type), RetryableFailure)
+    assert isinstance(classify_status("p", status, "busy", error_type=error_type), RetryableError)
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404])
@@ -71,7 +71,7 @@ def test_final_statuses(status: int) -> None:
 
 async def test_a_wait_past_the_deadline_gives_up_at_once() -> None:
     async def attempt(remaining: float) -> str:
-        raise RetryableFailure("busy", retry_after=30)
+        raise RetryableError("busy", retry_after=30)
 
     started = time.monotonic()
     with pytest.raises(ProviderError) as caught:
@@ -89,7 +89,7 @@ async def test_attempts_get_the_time_left() -> None:
         budgets.append(remaining)
         if len(budgets) < 3:
             await asyncio.sleep(0.05)
-            raise RetryableFailure("busy", retry_after=0)
+            raise RetryableError("busy", retry_after=0)
         return "ok"
 
     assert await run_with_retries(attempt, RetryPolicy(max_retries=3), provider="p", timeout=5.0) == "ok"
@@ -105,7 +105,7 @@ async def test_streamed_text_stops_retries() -> None:
         nonlocal calls
         calls += 1
         tracker.started = True
-        raise RetryableFailure("connection reset")
+        raise RetryableError("connection reset")
 
     with pytest.raises(ProviderError, match="streamed"):
         await run_with_retries(
