@@ -176,6 +176,11 @@ class _ChatChannel(ChannelBase):
         return self.rate_limit
 
 
+# Telegram and Discord refresh a typing indicator while a turn runs, each with its own
+# default (Slack marks the message with a reaction instead).
+TypingInterval = Annotated[float, Field(gt=0, description="seconds between typing refreshes")]
+
+
 class ConsoleChannel(ChannelBase):
     """The local console. No rate limit: only the daemon's owner reaches it (owner-only socket)."""
 
@@ -197,7 +202,7 @@ class TelegramChannel(_ChatChannel):
     webhook_listen: str = Field("127.0.0.1", description="address the webhook server binds")
     webhook_port: int = Field(8443, ge=1, le=65535, description="port the webhook server binds")
     poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
-    typing_interval: float = Field(4.0, gt=0, description="seconds between typing refreshes")
+    typing_interval: TypingInterval = 4.0
     watchdog_seconds: float = Field(
         120.0, gt=0, description="a getUpdates call silent this long past the long poll rebuilds the poller"
     )
@@ -246,7 +251,7 @@ class DiscordChannel(_ChatChannel):
         None, description="gateway websocket URL; null = the one Discord announces"
     )
     send_timeout: float = Field(60.0, gt=0, description="seconds per send, rate-limit waits included")
-    typing_interval: float = Field(8.0, gt=0, description="seconds between typing refreshes")
+    typing_interval: TypingInterval = 8.0
     # Discord: discord.py already waits on Discord's per-route buckets.
     pacing: PacingSettings = Field(PacingSettings(), description="outbound pacing; all limits off by default")
 

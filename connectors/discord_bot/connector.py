@@ -74,7 +74,6 @@ class DiscordConnector:
         settings: the channel's settings.
         files_dir: inbound attachments are saved under ``files_dir/<channel>/<chat>[/<thread>]``.
         send_timeout: seconds one :meth:`send` may take (default ``settings.send_timeout`` or 60).
-        typing_interval: seconds between typing triggers (default ``settings.typing_interval`` or 8).
         intake_retry: delays before retrying a failed intake (0.5 s doubling to 30 s).
         intake_attempts: intake tries per message before it is dropped with an error log.
     """
@@ -87,7 +86,6 @@ class DiscordConnector:
         *,
         files_dir: Path,
         send_timeout: float | None = None,
-        typing_interval: float | None = None,
         intake_retry: Backoff = DEFAULT_INTAKE_RETRY,
         intake_attempts: int = 8,
     ) -> None:
@@ -96,7 +94,6 @@ class DiscordConnector:
         self._settings = settings
         self._files_dir = Path(files_dir)
         self._send_timeout = float(send_timeout or getattr(settings, "send_timeout", None) or 60.0)
-        self._typing_interval = float(typing_interval or getattr(settings, "typing_interval", None) or 8.0)
         self._intake_retry = intake_retry
         self._intake_attempts = max(1, intake_attempts)
         self._api_base = api_base_for(settings.api_base_url)
@@ -212,7 +209,7 @@ class DiscordConnector:
         self._sender = DiscordSender(
             client, send_timeout=self._send_timeout, sent_ids=self._sent_ids, dm_chats=self._dm_chats
         )
-        self._typing = TypingIndicators(client, interval=self._typing_interval)
+        self._typing = TypingIndicators(client, interval=self._settings.typing_interval)
 
     async def _run_gateway(self) -> None:
         """Keep discord.py's connect loop running; it reconnects by itself, this restarts it

@@ -29,7 +29,6 @@ class TelegramTuning:
     Args:
         backoff: delays after failed ``getUpdates`` calls and failed intakes (1 s doubling to 60 s);
             a rejected token waits ``backoff.max``.
-        typing_interval: seconds between ``typing`` chat actions (Telegram shows one for ~5 s).
         typing_delay: seconds a turn runs before the first ``typing`` action; a reply that
             comes sooner costs no chat action (one API call per turn, as many as the reply).
         typing_max: seconds after which a forgotten typing indicator stops by itself.
@@ -40,7 +39,6 @@ class TelegramTuning:
     """
 
     backoff: Backoff = DEFAULT_BACKOFF
-    typing_interval: float = 4.0
     typing_delay: float = 0.5
     typing_max: float = 900.0
     connect_timeout: float = 10.0

@@ -57,7 +57,8 @@ class TelegramConnector:
     Args:
         settings: the channel's settings from talon.yaml.
         files_dir: where inbound attachments are stored (under ``<channel>/<chat>/``).
-        tuning: timings (backoff, typing interval, HTTP timeouts); defaults suit production.
+        tuning: timings (backoff, typing delays, HTTP timeouts); defaults suit production. The
+            typing interval is the channel's ``typing_interval`` (Telegram shows one action for ~5 s).
     """
 
     idempotent_send = False
@@ -70,7 +71,7 @@ class TelegramConnector:
         hide_token_in_logs(settings.token)
         self._settings = settings
         self._files_dir = files_dir
-        self._tuning = tuning or TelegramTuning(typing_interval=settings.typing_interval)
+        self._tuning = tuning or TelegramTuning()
         self._policy = ChannelPolicy.from_settings(settings)
         self._bot: TelegramBot | None = None
         self._intake: IntakeHandler | None = None
@@ -80,7 +81,7 @@ class TelegramConnector:
         self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
         self._typing = TypingIndicators(
             self._send_typing,
-            interval=self._tuning.typing_interval,
+            interval=settings.typing_interval,
             max_seconds=self._tuning.typing_max,
             delay=self._tuning.typing_delay,
         )

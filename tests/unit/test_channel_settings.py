@@ -54,3 +54,12 @@ def test_the_console_takes_no_chat_channel_keys(tmp_path: Path) -> None:
         "channels[0].allowed_users: unknown key; remove it or check its spelling",
         "channels[0].rate_limit: unknown key; remove it or check its spelling",
     ]
+
+
+def test_typing_interval_has_each_platforms_default() -> None:
+    defaults = {
+        model.__name__: model.model_fields["typing_interval"].default
+        for model in CHANNEL_TYPES
+        if "typing_interval" in model.model_fields
+    }
+    assert defaults == {"TelegramChannel": 4.0, "DiscordChannel": 8.0}  # Slack reacts, no refresh

@@ -87,10 +87,9 @@ async def start_connector(fake: FakeDiscord, tmp_path: Path) -> AsyncIterator[St
     ) -> tuple[DiscordConnector, Recorder]:
         target = server or fake
         connector = DiscordConnector(
-            discord_settings(target, **overrides),
+            discord_settings(target, **{"typing_interval": 0.05, **overrides}),
             files_dir=tmp_path / "files",
             send_timeout=send_timeout,
-            typing_interval=0.05,
             intake_retry=Backoff(base=0.05, max=30.0, jitter=0),
         )
         recorder = Recorder()

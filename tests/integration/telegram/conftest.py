@@ -17,9 +17,9 @@ from gateway.config import TelegramChannel
 from tests.fakes.telegram_api import FakeTelegramAPI
 
 CHANNEL = "team-telegram"
+TYPING_INTERVAL = 0.05
 FAST = TelegramTuning(
     backoff=Backoff(base=0.02, max=0.2),
-    typing_interval=0.05,
     typing_max=30.0,
     connect_timeout=2.0,
     read_timeout=5.0,
@@ -87,6 +87,7 @@ def make_settings(fake: FakeTelegramAPI, **overrides: Any) -> TelegramChannel:
         "api_base_url": fake.url,
         "poll_timeout": 1,
         "watchdog_seconds": 30.0,
+        "typing_interval": TYPING_INTERVAL,
         **overrides,
     }
     return TelegramChannel.model_validate(values)

@@ -18,6 +18,7 @@ from tests.fakes.telegram_api import FakeTelegramAPI, utf16_len
 from tests.integration.telegram.conftest import (
     CHANNEL,
     FAST,
+    TYPING_INTERVAL,
     RecordingIntake,
     StartConnector,
     make_settings,
@@ -241,7 +242,7 @@ async def test_typing_indicator_runs_while_working(fake: FakeTelegramAPI, start_
     dm_count = len(fake.chat_actions(42))
     await asyncio.sleep(0.2)
 
-    assert dm_count <= elapsed / FAST.typing_interval + 2  # repeated by one task, not two
+    assert dm_count <= elapsed / TYPING_INTERVAL + 2  # repeated by one task, not two
     assert set(fake.chat_actions(42)) == {"typing"}
     assert len(fake.chat_actions(42)) == dm_count  # stopped
     topic_calls = [p for p in fake.calls_to("sendChatAction") if p["chat_id"] == GROUP]
