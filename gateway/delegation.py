@@ -27,6 +27,7 @@ from gateway.errors import RefusedError
 from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.store.db import Database
+from gateway.store.messages import Role, add_message
 from gateway.store.threads import ThreadRow, upsert_thread
 
 log = logging.getLogger("talon.delegation")
@@ -55,14 +56,18 @@ def _new_thread(conn: sqlite3.Connection, channel: str, task_id: str, persona: s
 
 
 def _queue_message(
-    conn: sqlite3.Connection, thread_id: int, role: str, text: str, now: float, *, sender: str | None = None
+    conn: sqlite3.Connection, thread_id: int, role: Role, text: str, now: float, *, sender: str | None = None
 ) -> int:
     """A message plus the queue item that gives the thread's persona a turn on it."""
-    (message_id,) = conn.execute(
-        "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-        (thread_id, role, f"persona:{sender}" if sender else None, sender, text, now),
-    ).fetchone()
+    message_id = add_message(
+        conn,
+        thread_id,
+        role,
+        text,
+        created_at=now,
+        sender_id=f"persona:{sender}" if sender else None,
+        sender_name=sender,
+    )
     conn.execute(
         "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
         "VALUES (?, 'message', ?, ?, ?, ?)",

@@ -17,6 +17,7 @@ from gateway.errors import RefusedError
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.pipeline import Bindings
 from gateway.store.db import Database
+from gateway.store.messages import add_message
 from gateway.store.threads import upsert_thread
 
 
@@ -58,11 +59,7 @@ async def post_to_channel(
     def commit(conn: sqlite3.Connection) -> tuple[int, int, list[int]]:
         now = time.time()
         thread_id = upsert_thread(conn, key, chat_type="group", persona=bound, now=now).id
-        (message_id,) = conn.execute(
-            "INSERT INTO messages (thread_id, role, text, persona, created_at) "
-            "VALUES (?, 'assistant', ?, ?, ?) RETURNING id",
-            (thread_id, stored, persona, now),
-        ).fetchone()
+        message_id = add_message(conn, thread_id, "assistant", stored, created_at=now, persona=persona)
         ids = enqueue_chunks(
             conn, ThreadAddress(thread_id, key), chunks, message_id=message_id, reply_to=reply_to
         )

@@ -26,6 +26,7 @@ from gateway.config import Binding
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
 from gateway.store.db import Database
+from gateway.store.messages import add_message, record_event
 from gateway.store.threads import upsert_thread
 
 log = logging.getLogger("talon.pipeline")
@@ -163,32 +164,24 @@ def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] 
     pace = intake.pace
     key = event.thread_key
     now = time.time()
-    cur = conn.execute(
-        "INSERT INTO inbox_dedupe (channel, event_id, status, received_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING",
-        (event.channel, event.event_id, command or status.value, now),
-    )
-    if cur.rowcount == 0:
+    if not record_event(conn, event.channel, event.event_id, command or status.value, now):
         return None
     thread_id = upsert_thread(conn, key, chat_type=event.chat_type, persona=persona, now=now, rebind=True).id
     attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
-    (message_id,) = conn.execute(
-        "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, "
-        "platform_message_id, reply_to, attachments, event_id, created_at) "
-        "VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (
-            thread_id,
-            event.sender.id,
-            event.sender.display_name,
-            event.text,
-            persona,
-            event.platform_message_id,
-            event.reply_to,
-            attachments,
-            event.event_id,
-            event.received_at,
-        ),
-    ).fetchone()
+    message_id = add_message(
+        conn,
+        thread_id,
+        "user",
+        event.text,
+        created_at=event.received_at,
+        sender_id=event.sender.id,
+        sender_name=event.sender.display_name,
+        persona=persona,
+        platform_message_id=event.platform_message_id,
+        reply_to=event.reply_to,
+        attachments=attachments,
+        event_id=event.event_id,
+    )
     if status is IntakeStatus.ACCEPTED:
         if pace.catch_up:
             # This message starts a turn anyway: messages deferred by the rate (never

@@ -37,6 +37,7 @@ from gateway.runtime.context import (
 )
 from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
 from gateway.store.db import Database
+from gateway.store.messages import MessageRow, add_message, platform_message_id
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
 
@@ -119,7 +120,7 @@ class TurnStart:
 
     thread: ThreadRow
     summary: str | None
-    rows: list[sqlite3.Row]
+    rows: list[MessageRow]
     persona: Persona | None  # None: the thread's persona is not configured (and no run began)
     run_id: int | None
     reply_to: str | None  # the platform message a group reply answers
@@ -153,9 +154,7 @@ class TurnRunner(TurnHandler):
         self.schedule_results = schedule_results
         self.hooks = list(hooks)
         self.summarizer = summarizer
-        self._channels = [
-            ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels
-        ]
+        self._channels = [ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels]
 
     async def _thread(self, thread_id: int) -> ThreadRow:
         row = await self.db.read(get_thread, thread_id)
@@ -180,9 +179,7 @@ class TurnRunner(TurnHandler):
             ).fetchone()
         reply_to = None
         if upto is not None and thread.chat_type != "dm":  # in groups, reply to the trigger
-            (reply_to,) = conn.execute(
-                "SELECT platform_message_id FROM messages WHERE id = ?", (upto,)
-            ).fetchone()
+            reply_to = platform_message_id(conn, upto)
         return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
@@ -314,11 +311,16 @@ class TurnRunner(TurnHandler):
             now = time.time()
             outbox_ids: list[int] = []
             if not silent:
-                (message_id,) = conn.execute(
-                    "INSERT INTO messages (thread_id, role, text, persona, run_id, sort_key, created_at) "
-                    "VALUES (?, 'assistant', ?, ?, ?, ?, ?) RETURNING id",
-                    (batch.thread_id, result.text, persona.name, run_id, _after(batch), now),
-                ).fetchone()
+                message_id = add_message(
+                    conn,
+                    batch.thread_id,
+                    "assistant",
+                    result.text,
+                    created_at=now,
+                    persona=persona.name,
+                    run_id=run_id,
+                    sort_key=_after(batch),
+                )
                 outbox_ids = enqueue_chunks(
                     conn, address, chunks, run_id=run_id, message_id=message_id, reply_to=reply_to
                 )
@@ -413,7 +415,7 @@ class TurnRunner(TurnHandler):
 
 def _load_context(
     thread_id: int, upto_message_id: int | None, conn: sqlite3.Connection
-) -> tuple[ThreadRow, str | None, list[sqlite3.Row]]:
+) -> tuple[ThreadRow, str | None, list[MessageRow]]:
     """One snapshot for a turn: the thread, its latest summary, its recent messages."""
     thread = get_thread(conn, thread_id)
     if thread is None:

@@ -11,10 +11,13 @@ from zoneinfo import ZoneInfo
 
 from gateway.personas import Persona
 from gateway.runtime.model import ChatMessage
+from gateway.store.messages import MessageRow, newest_messages
 
 # A deliberately simple estimate: good enough to keep a transcript inside a budget
 # without a tokenizer per provider.
 CHARS_PER_TOKEN = 4
+# The most messages a turn's transcript is picked from (the budget usually stops sooner).
+TRANSCRIPT_MESSAGES = 500
 
 
 def estimate_tokens(text: str) -> int:
@@ -54,22 +57,18 @@ def system_prompt(
 
 def transcript_rows(
     conn: sqlite3.Connection, thread_id: int, *, context_from: int, upto_message_id: int | None = None
-) -> list[sqlite3.Row]:
+) -> list[MessageRow]:
     """The thread's messages after ``context_from``, newest first (database thread).
 
     User messages after ``upto_message_id`` belong to a later turn and are left out.
     """
-    # "+id" keeps the planner on messages_by_thread_order: it walks the newest messages
-    # and stops at the LIMIT, instead of sorting the whole thread on every turn.
-    return conn.execute(
-        "SELECT role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND +id > ? "
-        "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT 500",
-        (thread_id, context_from, upto_message_id, upto_message_id),
-    ).fetchall()
+    return newest_messages(
+        conn, thread_id, after=context_from, limit=TRANSCRIPT_MESSAGES, upto_message_id=upto_message_id
+    )
 
 
 def build_transcript(
-    rows: Sequence[sqlite3.Row], *, budget_tokens: int, show_names: bool = True
+    rows: Sequence[MessageRow], *, budget_tokens: int, show_names: bool = True
 ) -> list[ChatMessage]:
     """The newest of ``rows`` (newest first) that fit the budget, oldest first.
 
@@ -83,7 +82,7 @@ def build_transcript(
         cost = estimate_tokens(text)
         if picked and spent + cost > budget_tokens:
             break
-        picked.append(("assistant" if row["role"] == "assistant" else "user", text))
+        picked.append(("assistant" if row.role == "assistant" else "user", text))
         spent += cost
     picked.reverse()
     merged: list[ChatMessage] = []
@@ -98,8 +97,8 @@ def build_transcript(
     return merged
 
 
-def _render_row(row: object, show_names: bool) -> str:
-    role, name, text, attachments = row["role"], row["sender_name"], row["text"], row["attachments"]  # type: ignore[index]
+def _render_row(row: MessageRow, show_names: bool) -> str:
+    role, name, text, attachments = row.role, row.sender_name, row.text, row.attachments
     if role == "system":
         return f"[system] {text}"
     if role == "assistant":

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from gateway.store.messages import MessageRow, messages_after
 from gateway.store.threads import ThreadRow, get_thread, set_summarized_upto
 from gateway.subagents.base import SubagentError, SubagentUnavailableError
 from gateway.subagents.transcript import (
@@ -98,11 +99,7 @@ async def maybe_summarize(
     """
     state = await thread_state(db, thread_id)
     start = max(state.context_from, state.summarized_upto)
-    rows = await db.fetchall(
-        "SELECT id, role, sender_name, text, attachments, sort_key FROM messages "
-        "WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?",
-        (thread_id, start, _MAX_ROWS),
-    )
+    rows = await db.read(messages_after, thread_id, after=start, limit=_MAX_ROWS)
     costs = [message_tokens(r) for r in rows]
     threshold = context_tokens * share
     if sum(costs) <= threshold:
@@ -114,15 +111,15 @@ async def maybe_summarize(
         (thread_id,),
     )
     if pending is not None and pending["first"] is not None:
-        older = [r for r in older if r["id"] < pending["first"]]
+        older = [r for r in older if r.id < pending["first"]]
     if not older:
         return None
     call = runner.prepare(SUMMARIZER, persona=persona, thread_id=thread_id, db=db, check_persona=False)
     previous = await previous_summary(db, thread_id, state)
-    ordered = sorted(older, key=lambda r: r["sort_key"] if r["sort_key"] is not None else r["id"])
+    ordered = sorted(older, key=lambda r: r.sort_key if r.sort_key is not None else r.id)
     result = await runner.execute(call, partial(summarize_messages, rows=ordered, previous=previous))
     text = compose_summary(result.data)
-    marker = older[-1]["id"]
+    marker = older[-1].id
 
     def commit(conn: sqlite3.Connection) -> bool:
         now_row = get_thread(conn, thread_id)
@@ -147,14 +144,14 @@ async def maybe_summarize(
     return SummaryUpdate(marker, len(older), text)
 
 
-def _older_part(rows: list[sqlite3.Row], costs: list[int], keep_tokens: float) -> list[sqlite3.Row]:
+def _older_part(rows: list[MessageRow], costs: list[int], keep_tokens: float) -> list[MessageRow]:
     """The prefix (by id) to summarize: all but the newest ``keep_tokens`` worth, capped in size."""
     split = len(rows)
     kept = 0
     while split > 0 and (len(rows) - split < MIN_KEEP or kept + costs[split - 1] <= keep_tokens):
         split -= 1
         kept += costs[split]
-    older: list[sqlite3.Row] = []
+    older: list[MessageRow] = []
     size = 0
     for row in rows[:split]:
         size += len(render_message(row)) + 2

@@ -7,11 +7,11 @@ it. Only the thread's own messages after its ``context_from`` (``/new``) are rea
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.runtime.context import estimate_tokens
+from gateway.store.messages import MessageRow, newest_messages
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.base import Invocation, SubagentError, SubagentResult
 
@@ -22,24 +22,25 @@ __all__ = ["MAX_INPUT_CHARS", "compose_summary", "render_message", "summarize_me
 
 # What one summarizer call may read (about 100k tokens); older text beyond it waits for a later call.
 MAX_INPUT_CHARS = 400_000
+_NEWEST = 2000  # messages looked at, newest first, to fill MAX_INPUT_CHARS
 SUMMARY_KEY = "summary"
 
 
-def render_message(row: sqlite3.Row | dict[str, Any]) -> str:
+def render_message(row: MessageRow) -> str:
     """One message as a transcript line: ``[speaker] text``."""
-    role, text = row["role"], row["text"]
+    role, text = row.role, row.text
     if role == "assistant":
         return f"[assistant] {text}"
     if role == "system":
         return f"[system] {text}"
-    if row["attachments"]:
-        names = ", ".join(a.get("name", "?") for a in json.loads(row["attachments"]))
+    if row.attachments:
+        names = ", ".join(a.get("name", "?") for a in json.loads(row.attachments))
         text += f"\n[attachments: {names}]"
-    name = row["sender_name"]
+    name = row.sender_name
     return f"[user {name}] {text}" if name else f"[user] {text}"
 
 
-def message_tokens(row: sqlite3.Row | dict[str, Any]) -> int:
+def message_tokens(row: MessageRow) -> int:
     return estimate_tokens(render_message(row))
 
 
@@ -72,7 +73,7 @@ def compose_summary(data: dict[str, Any]) -> str:
 
 
 async def summarize_messages(
-    call: Invocation, rows: Sequence[sqlite3.Row | dict[str, Any]], previous: str | None
+    call: Invocation, rows: Sequence[MessageRow], previous: str | None
 ) -> SubagentResult:
     """Summarize ``rows`` (oldest first) on top of ``previous``."""
     lines = [render_message(r) for r in rows]
@@ -110,12 +111,8 @@ async def summarize_thread(call: Invocation) -> SubagentResult:
     """
     state = await thread_state(call.db, call.thread_id)
     start = max(state.context_from, state.summarized_upto)
-    rows = await call.db.fetchall(
-        "SELECT id, role, sender_name, text, attachments FROM messages WHERE thread_id = ? AND id > ? "
-        "ORDER BY COALESCE(sort_key, id) DESC LIMIT 2000",
-        (call.thread_id, start),
-    )
-    picked: list[sqlite3.Row] = []
+    rows = await call.db.read(newest_messages, call.thread_id, after=start, limit=_NEWEST)
+    picked: list[MessageRow] = []
     size = 0
     for row in rows:
         size += len(render_message(row)) + 2

@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import threads
+from gateway.store import messages, threads
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -32,6 +32,7 @@ class Backend:
     name: str
     db: Database
     threads: ModuleType
+    messages: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -50,7 +51,7 @@ class Backend:
 async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
-        yield Backend("sqlite", db, threads)
+        yield Backend("sqlite", db, threads, messages)
     finally:
         await db.close()
 

@@ -1,0 +1,135 @@
+"""The ``messages`` table and ``inbox_dedupe``: what was said in a thread, and which platform
+events were already taken in.
+
+Every function runs on the database thread, inside ``Database.run_transaction`` or
+``Database.read``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "MessageRow",
+    "Role",
+    "add_message",
+    "messages_after",
+    "newest_messages",
+    "platform_message_id",
+    "record_event",
+]
+
+Role = Literal["user", "assistant", "system"]
+
+
+def record_event(conn: sqlite3.Connection, channel: str, event_id: str, status: str, now: float) -> bool:
+    """Remember a platform event as taken in with ``status``; False when it already was
+    (a redelivery, which must change nothing)."""
+    cursor = conn.execute(
+        "INSERT INTO inbox_dedupe (channel, event_id, status, received_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        (channel, event_id, status, now),
+    )
+    return cursor.rowcount > 0
+
+
+def add_message(
+    conn: sqlite3.Connection,
+    thread_id: int,
+    role: Role,
+    text: str,
+    *,
+    created_at: float,
+    sender_id: str | None = None,
+    sender_name: str | None = None,
+    persona: str | None = None,
+    run_id: int | None = None,
+    platform_message_id: str | None = None,
+    reply_to: str | None = None,
+    attachments: str | None = None,
+    event_id: str | None = None,
+    sort_key: float | None = None,
+) -> int:
+    """Store one message; returns its id.
+
+    Args:
+        attachments: a JSON list of the message's files, ``None`` when it has none.
+        sort_key: its place in the conversation when that is not its id (a reply sorts
+            right after the last message it answers).
+    """
+    (message_id,) = conn.execute(
+        "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, run_id, "
+        "platform_message_id, reply_to, attachments, event_id, sort_key, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        (
+            thread_id,
+            role,
+            sender_id,
+            sender_name,
+            text,
+            persona,
+            run_id,
+            platform_message_id,
+            reply_to,
+            attachments,
+            event_id,
+            sort_key,
+            created_at,
+        ),
+    ).fetchone()
+    return int(message_id)
+
+
+def platform_message_id(conn: sqlite3.Connection, message_id: int) -> str | None:
+    """The platform's id of a stored message (what a reply quotes)."""
+    row = conn.execute("SELECT platform_message_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else row[0]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    """A message as transcripts read it.
+
+    Attributes:
+        attachments (:obj:`str` | :obj:`None`): A JSON list of files, ``None`` when there are none.
+        sort_key (:obj:`float` | :obj:`None`): Its place in the conversation; ``None`` means its id.
+    """
+
+    id: int
+    role: Role
+    sender_name: str | None
+    text: str
+    attachments: str | None
+    sort_key: float | None
+
+
+_COLUMNS = "id, role, sender_name, text, attachments, sort_key"
+
+
+def newest_messages(
+    conn: sqlite3.Connection, thread_id: int, *, after: int, limit: int, upto_message_id: int | None = None
+) -> list[MessageRow]:
+    """The thread's newest ``limit`` messages after message ``after``, newest first in
+    conversation order.
+
+    User messages after ``upto_message_id`` belong to a later turn and are left out.
+    """
+    # "+id" keeps the planner on messages_by_thread_order: it walks the newest messages
+    # and stops at the LIMIT, instead of sorting the whole thread.
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM messages WHERE thread_id = ? AND +id > ? "
+        "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT ?",
+        (thread_id, after, upto_message_id, upto_message_id, limit),
+    ).fetchall()
+    return [MessageRow(*row) for row in rows]
+
+
+def messages_after(conn: sqlite3.Connection, thread_id: int, *, after: int, limit: int) -> list[MessageRow]:
+    """The thread's first ``limit`` messages after message ``after``, by id."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM messages WHERE thread_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (thread_id, after, limit),
+    ).fetchall()
+    return [MessageRow(*row) for row in rows]
