@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from connectors.base import IntakeStatus
 from connectors.console import ConsoleConnector
+from gateway.errors import RefusedError
 from gateway.events import EventBus
 from gateway.ndjson_socket import NDJSONServer, Reply
 
@@ -35,7 +36,8 @@ class ControlTarget(Protocol):
 
     async def status(self) -> dict[str, Any]: ...
 
-    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]: ...
+    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
+        """Post a notification; raises :class:`~gateway.errors.RefusedError` saying why it cannot."""
 
     async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
         """Ops added by other parts (host tools); False when unknown."""
@@ -73,12 +75,19 @@ class ControlServer(NDJSONServer):
         elif op == "attach":
             await self._attach(req, reply)
         elif op == "send":
+            await self._send(req, reply)
+        elif not await self.target.handle_extra(req, reply):
+            await reply({"type": "error", "error": f"unknown op {op!r}"})
+
+    async def _send(self, req: dict[str, Any], reply: Reply) -> None:
+        try:
             result = await self.target.send_notification(
                 str(req.get("channel")), req.get("chat"), str(req.get("text", ""))
             )
-            await reply({"type": "done", **result})
-        elif not await self.target.handle_extra(req, reply):
-            await reply({"type": "error", "error": f"unknown op {op!r}"})
+        except RefusedError as exc:
+            await reply({"type": "done", "ok": False, "error": str(exc)})
+            return
+        await reply({"type": "done", **result})
 
     async def _chat(self, req: dict[str, Any], reply: Reply) -> None:
         console = self.target.console(req.get("channel"))

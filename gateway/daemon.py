@@ -311,29 +311,29 @@ class Gateway:
         }
 
     async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
+        """ControlTarget: post ``text`` into ``chat`` of ``channel`` (its ``home_chat`` when
+        ``chat`` is None) as a notification (``talon send``).
+
+        Raises:
+            NotifyError: With a message naming what to change.
+        """
         assert self.db is not None
         settings = self.settings.channel(channel)
         if settings is None:
             names = ", ".join(c.name for c in self.settings.channels)
-            return {"ok": False, "error": f"no channel named {channel!r}; use one of {names}"}
+            raise NotifyError(f"no channel named {channel!r}; use one of {names}")
         target = chat or settings.home_chat
         if not target:
-            return {
-                "ok": False,
-                "error": f"channel {channel!r} has no home_chat; pass --chat ID or set home_chat",
-            }
-        try:
-            posted = await post_to_channel(
-                db=self.db,
-                connectors=self.connectors,
-                outbox=self.outbox,
-                bindings=self.bindings,
-                key=ThreadKey(channel, str(target)),
-                markdown=text,
-                note="[notification]",
-            )
-        except NotifyError as exc:
-            return {"ok": False, "error": str(exc)}
+            raise NotifyError(f"channel {channel!r} has no home_chat; pass --chat ID or set home_chat")
+        posted = await post_to_channel(
+            db=self.db,
+            connectors=self.connectors,
+            outbox=self.outbox,
+            bindings=self.bindings,
+            key=ThreadKey(channel, str(target)),
+            markdown=text,
+            note="[notification]",
+        )
         return {"ok": True, "thread_id": posted.thread_id, "chunks": len(posted.outbox_ids)}
 
     async def send_to_channel(

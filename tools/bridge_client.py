@@ -16,12 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gateway.errors import TransientError
+from gateway.errors import RefusedError, TransientError
 from gateway.jsonsafe import JSONInputError, loads, read_line
-from tools.bridge import ENV_PERSONA, ENV_RUN_ID, ENV_SECRET, ENV_SOCKET, ENV_THREAD
+from tools.bridge import ENV_PERSONA, ENV_RUN_ID, ENV_SECRET, ENV_SOCKET, ENV_THREAD, BridgeAuthError
 from tools.bridge_server import MAX_LINE
 
-__all__ = ["BridgeClient", "BridgeCredentials", "BridgeUnavailableError", "credentials_from_env"]
+__all__ = [
+    "BridgeClient",
+    "BridgeCredentials",
+    "BridgeRequestError",
+    "BridgeUnavailableError",
+    "credentials_from_env",
+]
 
 _ENV_NAMES = (ENV_SOCKET, ENV_RUN_ID, ENV_SECRET, ENV_THREAD, ENV_PERSONA)
 # A reply carries a tool's result, which may be larger than any request.
@@ -31,6 +37,11 @@ _REPLY_LIMIT = MAX_LINE * 4
 class BridgeUnavailableError(TransientError):
     """The daemon's bridge socket cannot be reached, the connection was lost, or a reply
     could not be read."""
+
+
+class BridgeRequestError(RefusedError):
+    """The bridge refused the request itself (malformed, too large) or failed on it; the
+    message is the bridge's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +158,8 @@ class BridgeClient:
 
         Raises:
             :class:`BridgeUnavailableError`: The socket is unreachable or closed mid-request.
-            :exc:`PermissionError`: The bridge refused the run identity.
-            :exc:`ValueError`: The bridge rejected the request as malformed.
+            :class:`~tools.bridge.BridgeAuthError`: The bridge refused the run identity.
+            :class:`BridgeRequestError`: The bridge refused the request or failed on it.
         """
         if self._writer is None or self._writer.is_closing():
             await self.connect()
@@ -171,8 +182,8 @@ class BridgeClient:
             return reply
         message = str(reply.get("error") or "request refused")
         if reply.get("code") == "unauthorized":
-            raise PermissionError(message)
-        raise ValueError(message)
+            raise BridgeAuthError(message)
+        raise BridgeRequestError(message)
 
     async def _receive(self, reader: asyncio.StreamReader) -> None:
         error: Exception = BridgeUnavailableError("the daemon closed the bridge connection")

@@ -34,9 +34,11 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.control_client import ControlClient, DaemonNotRunningError
 from gateway.errors import RefusedError
+from tools.bridge import BridgeAuthError
 from tools.bridge_client import (
     BridgeClient,
     BridgeCredentials,
+    BridgeRequestError,
     BridgeUnavailableError,
     credentials_from_env,
 )
@@ -77,16 +79,16 @@ def build_server(
         if listing is None:
             try:
                 listing = _listing(await client.list_tools())
-            except (BridgeUnavailableError, PermissionError) as exc:
+            except (BridgeUnavailableError, BridgeAuthError) as exc:
                 raise MCPError(types.INTERNAL_ERROR, f"host tools unavailable: {exc}") from None
         return listing
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             reply = await client.call(params.name, params.arguments)
-        except (BridgeUnavailableError, PermissionError) as exc:
+        except (BridgeUnavailableError, BridgeAuthError) as exc:
             return _error_result(f"host tools unavailable: {exc}")
-        except ValueError as exc:
+        except BridgeRequestError as exc:
             return _error_result(str(exc))
         if reply.get("unknown_tool"):
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}. {reply.get('content', '')}")

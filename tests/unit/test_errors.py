@@ -33,7 +33,7 @@ from gateway.subagents.files import WorkspaceError
 from gateway.subagents.output import OutputError
 from tools.base import ToolError
 from tools.bridge import BridgeAuthError
-from tools.bridge_client import BridgeUnavailableError
+from tools.bridge_client import BridgeRequestError, BridgeUnavailableError
 from tools.mcp_server import SessionRefusedError
 
 PACKAGES = ("gateway", "connectors", "tools")
@@ -43,6 +43,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SandboxError: ConfigError,
     AlreadyRunningError: RefusedError,
     BridgeAuthError: RefusedError,
+    BridgeRequestError: RefusedError,
     ChatFailedError: RefusedError,
     DelegationError: RefusedError,
     JSONInputError: RefusedError,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.integration.host_tools.conftest import BridgeEnv, add_thread
+from tools.bridge import BridgeAuthError
 from tools.bridge_server import MAX_LINE
 
 
@@ -59,9 +60,9 @@ async def test_forged_claims_are_refused_and_audited(
     if claims.get("thread_id") == "other-thread":
         claims["thread_id"] = await add_thread(bridge_env.db, chat="elsewhere")
     async with bridge_env.client(identity, **claims) as client:
-        with pytest.raises(PermissionError, match=reason):
+        with pytest.raises(BridgeAuthError, match=reason):
             await client.call("memory_access", {"operation": "write", "key": "k", "value": "secret value"})
-        with pytest.raises(PermissionError, match=reason):
+        with pytest.raises(BridgeAuthError, match=reason):
             await client.list_tools()
     rows = await bridge_env.audit()
     assert [(r["decision"], r["detail"]) for r in rows] == [
@@ -78,7 +79,7 @@ async def test_a_finished_run_is_refused(bridge_env: BridgeEnv) -> None:
     identity = bridge_env.register("assistant")
     bridge_env.bridge.unregister(identity.run_id)
     async with bridge_env.client(identity) as client:
-        with pytest.raises(PermissionError, match="unknown or finished run"):
+        with pytest.raises(BridgeAuthError, match="unknown or finished run"):
             await client.list_tools()
     in_process = await bridge_env.bridge.call(identity, "memory_access", {"operation": "list"})
     assert in_process.is_error and "this run has ended" in in_process.content

@@ -16,6 +16,7 @@ from gateway.runtime.model import ToolCall
 from tests.fakes.model_api import FakeAnthropic
 from tests.harness import provider_for, running_gateway, write_config
 from tests.integration.host_tools.conftest import add_thread
+from tools.bridge import BridgeAuthError
 from tools.bridge_client import BridgeClient
 from tools.mcp_server import SessionRefusedError, open_session
 
@@ -55,7 +56,7 @@ async def test_a_session_on_a_named_console_thread_works_until_the_client_leaves
         while await _run_status(gw, credentials.run_id) != "ended":
             await asyncio.sleep(0.02)
     async with BridgeClient(credentials) as client:
-        with pytest.raises(PermissionError, match="unknown or finished run"):
+        with pytest.raises(BridgeAuthError, match="unknown or finished run"):
             await client.list_tools()
     stored = await gw.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
     assert tuple(stored) == (credentials.thread_id, "assistant")
