@@ -15,12 +15,22 @@ however a platform counts. For Telegram the HTML source itself is kept within th
 
 Chunk twins: ``"".join(c.plain for c in chunks) == plain_text(markdown)``; each twin
 ends with the whitespace that separated it from the next chunk.
+
+A reply is never lost to rendering: when text that is not blank shows nothing as Markdown
+(an empty code fence, only link definitions) or rendering fails, it is sent as written, as
+plain text cut to the platform's limit, and a warning is logged.
+
+Rendering takes time in proportion to the reply: a millisecond or two for an ordinary
+answer, seconds for a megabyte of dense Markdown. :func:`render_chunks` renders a reply
+longer than :data:`OFF_LOOP_CHARS` in a worker thread, so that the event loop goes on
+serving other chats meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal, get_args
 
 from connectors.base import RenderedChunk
@@ -31,6 +41,7 @@ from connectors.render.markdown import CONSOLE, CONSOLE_LIMIT, DISCORD, DISCORD_
 from connectors.render.parse import parse, text_inlines
 from connectors.render.plain import plain_blocks, plain_document
 from connectors.render.slack import SLACK, SLACK_LIMIT
+from connectors.render.syntax import normalize, without_surrogates
 from connectors.render.telegram import TELEGRAM, TELEGRAM_LIMIT
 from connectors.render.text import utf16_len
 
@@ -38,11 +49,13 @@ __all__ = [
     "CONSOLE_LIMIT",
     "DISCORD_LIMIT",
     "LIMITS",
+    "OFF_LOOP_CHARS",
     "SLACK_LIMIT",
     "TELEGRAM_LIMIT",
     "Platform",
     "parse",
     "plain_text",
+    "render_chunks",
     "render_document",
     "render_markdown",
     "render_platforms",
@@ -60,6 +73,12 @@ LIMITS: dict[Platform, int] = {
     "discord": DISCORD_LIMIT,
     "console": CONSOLE_LIMIT,
 }
+OFF_LOOP_CHARS = 8 * 1024
+"""Replies longer than this (in characters) are rendered in a worker thread by
+:func:`render_chunks`. The densest Markdown renders at about 6 microseconds a character,
+so a shorter reply holds the event loop for 50 ms at worst (an ordinary one for a
+millisecond or two)."""
+
 _RENDERERS: dict[Platform, Renderer] = {
     "telegram": TELEGRAM,
     "slack": SLACK,
@@ -78,20 +97,14 @@ def render_markdown(markdown: str, platform: Platform) -> list[RenderedChunk]:
             ``"console"`` (Markdown).
 
     Returns:
-        list[:class:`connectors.base.RenderedChunk`]: In order; empty when the input has
-        nothing to show. Never raises for any input text.
+        list[:class:`connectors.base.RenderedChunk`]: In order; empty only when the input is
+        blank. Text that shows nothing as Markdown is sent as written. Never raises for any
+        input text.
 
     Raises:
         ValueError: ``platform`` is not one of the four above.
     """
-    renderer = _renderer(platform)
-    if not markdown or not markdown.strip():
-        return []
-    try:
-        return render_document(parse(markdown), platform)
-    except Exception:  # a long-running sender must get something it can deliver
-        log.exception("rendering failed; sending the reply as plain text")
-        return _plain_fallback(markdown, renderer, LIMITS[platform])
+    return render_platforms(markdown, (platform,))[platform]
 
 
 def render_document(document: Document, platform: Platform, limit: int | None = None) -> list[RenderedChunk]:
@@ -113,23 +126,46 @@ def render_platforms(
     try:
         document = parse(markdown)
         plains = plain_blocks(document)  # every platform's chunk twins are slices of these
-        return {
+        rendered = {
             platform: chunk_document(document, renderer, LIMITS[platform], plains=plains)
             for platform, renderer in zip(wanted, renderers, strict=True)
         }
-    except Exception:
-        log.exception("rendering failed; sending the reply as plain text")
-        return {
-            platform: _plain_fallback(markdown, renderer, LIMITS[platform])
-            for platform, renderer in zip(wanted, renderers, strict=True)
-        }
+    except Exception:  # a long-running sender must get something it can deliver
+        log.exception(
+            "rendering failed; the reply is sent as plain text", extra={"reply_chars": len(markdown)}
+        )
+        rendered = {platform: [] for platform in wanted}
+    else:
+        if all(rendered.values()):
+            return rendered
+        log.warning(
+            "a reply of %d characters shows nothing as Markdown; it is sent as written",
+            len(markdown),
+            extra={"reply_chars": len(markdown)},
+        )
+    return {
+        platform: rendered[platform] or _plain_fallback(markdown, renderer, LIMITS[platform])
+        for platform, renderer in zip(wanted, renderers, strict=True)
+    }
+
+
+async def render_chunks(render: Callable[[str], list[RenderedChunk]], markdown: str) -> list[RenderedChunk]:
+    """``render(markdown)``, a connector's :meth:`~connectors.base.Connector.render`, run in
+    a worker thread when ``markdown`` is longer than :data:`OFF_LOOP_CHARS`."""
+    if len(markdown) <= OFF_LOOP_CHARS:
+        return render(markdown)
+    return await asyncio.to_thread(render, markdown)
 
 
 def plain_text(markdown: str) -> str:
     """The plain text of a whole reply: what the chunks' ``plain`` twins add up to."""
     if not markdown or not markdown.strip():
         return ""
-    return plain_document(parse(markdown))
+    try:
+        document = parse(markdown)
+    except Exception:
+        document = Document([])
+    return plain_document(document) if document.blocks else _as_written(markdown)
 
 
 def _renderer(platform: str) -> Renderer:
@@ -139,12 +175,19 @@ def _renderer(platform: str) -> Renderer:
         raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}") from None
 
 
+def _as_written(markdown: str) -> str:
+    """The reply's text as sent when it is not rendered: line endings, NUL and lone
+    surrogates made sendable as for the parser, blank space around it dropped."""
+    return without_surrogates(normalize(markdown)).strip()
+
+
 def _plain_fallback(markdown: str, renderer: Renderer, limit: int) -> list[RenderedChunk]:
-    text = markdown.strip()
+    """The reply as written, as text (escaped for the platform's format) cut to ``limit``."""
+    text = _as_written(markdown)
     try:
         return chunk_document(Document([Paragraph(text_inlines(text))]), renderer, limit)
     except Exception:
-        log.exception("plain-text rendering failed too")
+        log.exception("plain-text rendering failed too", extra={"reply_chars": len(markdown)})
         step = max(1, limit // 8)  # escaping grows text at most 5x (&amp;)
         return [
             RenderedChunk(text[i : i + step], text[i : i + step], "plain") for i in range(0, len(text), step)

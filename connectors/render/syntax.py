@@ -59,6 +59,11 @@ def ranged_events(source: str) -> tuple[tuple[Event, Range], ...]:
     return _run(_PARSER.events_with_range, source)
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` with lone surrogates (which cannot be encoded to send) replaced."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
 def normalize(markdown: str) -> str:
     if "\r" in markdown:
         markdown = markdown.replace("\r\n", "\n").replace("\r", "\n")

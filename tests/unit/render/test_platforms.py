@@ -21,8 +21,8 @@ def one(markdown: str, platform: str) -> str:
 
 
 @pytest.mark.parametrize("platform", ["telegram", "slack", "discord", "console"])
-@pytest.mark.parametrize("text", ["", "   ", "\n\n\t\n", "[ref]: https://example.com"])
-def test_nothing_to_show_gives_no_chunks(platform: str, text: str) -> None:
+@pytest.mark.parametrize("text", ["", "   ", "\n\n\t\n"])
+def test_blank_text_gives_no_chunks(platform: str, text: str) -> None:
     assert render_markdown(text, platform) == []  # type: ignore[arg-type]
 
 
