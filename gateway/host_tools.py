@@ -30,6 +30,7 @@ from gateway.pipeline import Bindings
 from gateway.runtime.agent import ToolBox, ToolOutcome
 from gateway.runtime.model import ToolCall, ToolSpec
 from gateway.store.db import Database
+from gateway.store.runs import end_run, end_sessions, start_run
 from gateway.store.threads import get_thread, upsert_thread
 from tools import db_query
 from tools.base import HostServices, HostTool
@@ -141,9 +142,7 @@ class HostTools:
 
     async def start(self) -> None:
         """Close sessions a crash left open, then listen on the bridge socket."""
-        await self.db.execute(
-            "UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session'", (time.time(),)
-        )
+        await self.db.run_transaction(end_sessions, time.time())
         await self.server.start()
 
     async def stop(self) -> None:
@@ -265,20 +264,15 @@ class HostTools:
             raise SessionError(f"thread {thread_id} has no persona; pass --persona NAME")
         if name not in self.personas:
             raise SessionError(f"no persona named {name!r}; loaded: {', '.join(self.personas) or '(none)'}")
-        async with self.db.transaction() as conn:
-            rows = await conn.execute_fetchall(
-                "INSERT INTO runs (thread_id, persona, status, model, started_at) "
-                "VALUES (?, ?, 'session', 'mcp-session', ?) RETURNING id",
-                (thread_id, name, time.time()),
-            )
-        return self.bridge.register(rows[0][0], thread_id, name)
+        run_id = await self.db.run_transaction(
+            start_run, thread_id, name, "mcp-session", time.time(), status="session"
+        )
+        return self.bridge.register(run_id, thread_id, name)
 
     async def close_session(self, identity: RunIdentity) -> None:
         self.bridge.unregister(identity.run_id)
         try:
-            await self.db.execute(
-                "UPDATE runs SET status = 'ended', ended_at = ? WHERE id = ?", (time.time(), identity.run_id)
-            )
+            await self.db.run_transaction(end_run, identity.run_id, "ended", None, time.time())
         except Exception:  # the daemon may be closing its database; the next start cleans up
             log.warning("could not mark session run %s ended", identity.run_id)
         log.info("host-tools session %s ended", identity.run_id)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 import time
@@ -38,6 +37,7 @@ from gateway.runtime.context import (
 from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
 from gateway.store.db import Database
 from gateway.store.messages import MessageRow, add_message, platform_message_id
+from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
 
@@ -173,10 +173,7 @@ class TurnRunner(TurnHandler):
         if kept is not None:
             run_id = batch.kept_run
         else:
-            (run_id,) = conn.execute(
-                "INSERT INTO runs (thread_id, persona, model, started_at) VALUES (?, ?, ?, ?) RETURNING id",
-                (batch.thread_id, persona.name, persona.model_ref, time.time()),
-            ).fetchone()
+            run_id = start_run(conn, batch.thread_id, persona.name, persona.model_ref, time.time())
         reply_to = None
         if upto is not None and thread.chat_type != "dm":  # in groups, reply to the trigger
             reply_to = platform_message_id(conn, upto)
@@ -250,10 +247,7 @@ class TurnRunner(TurnHandler):
         return ReplyNotSavedError(error, reason=_not_saved_reason(exc))
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
-        await self.db.execute(
-            "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?",
-            (status, error, time.time(), run_id),
-        )
+        await self.db.run_transaction(end_run, run_id, status, error, time.time())
 
     async def _think(
         self, batch: Batch, thread: ThreadRow, persona: Persona, run_id: int, summary: str | None, rows: Any
@@ -325,17 +319,14 @@ class TurnRunner(TurnHandler):
                     conn, address, chunks, run_id=run_id, message_id=message_id, reply_to=reply_to
                 )
             complete_in(conn, batch, run_id)
-            conn.execute(
-                "UPDATE runs SET status = 'completed', model = ?, input_tokens = ?, output_tokens = ?, "
-                "model_calls = ?, ended_at = ? WHERE id = ?",
-                (
-                    persona.model_ref,  # a hook may have changed the provider since the run began
-                    result.usage.input_tokens,
-                    result.usage.output_tokens,
-                    result.model_calls,
-                    now,
-                    run_id,
-                ),
+            complete_run(
+                conn,
+                run_id,
+                model=persona.model_ref,  # a hook may have changed the provider since the run began
+                input_tokens=result.usage.input_tokens,
+                output_tokens=result.usage.output_tokens,
+                model_calls=result.model_calls,
+                now=now,
             )
             return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
 
@@ -432,38 +423,26 @@ def _load_context(
 
 def _resume_kept(conn: sqlite3.Connection, run_id: int) -> TurnResult | None:
     """The answer ``run_id`` kept when its reply failed to commit; the run is running again."""
-    row = conn.execute(
-        "SELECT answer, input_tokens, output_tokens, model_calls FROM runs WHERE id = ? AND answer IS NOT NULL",
-        (run_id,),
-    ).fetchone()
-    if row is None:
+    kept = resume_kept(conn, run_id)
+    if kept is None:
         return None
-    conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
-    answer = json.loads(row["answer"])
     return TurnResult(
-        text=answer["text"],
-        usage=Usage(row["input_tokens"], row["output_tokens"]),
-        model_calls=row["model_calls"],
-        tool_calls=list(answer.get("tool_calls") or ()),
+        text=kept.text,
+        usage=Usage(kept.input_tokens, kept.output_tokens),
+        model_calls=kept.model_calls,
+        tool_calls=kept.tool_calls,
     )
 
 
 def _keep_answer(conn: sqlite3.Connection, batch: Batch, run_id: int, result: TurnResult, error: str) -> None:
-    # ASCII JSON stores whatever the text holds, even what made the reply's own insert fail.
-    answer = json.dumps({"text": result.text, "tool_calls": result.tool_calls})
-    conn.execute(
-        "UPDATE runs SET status = 'failed', error = ?, answer = ?, input_tokens = ?, output_tokens = ?, "
-        "model_calls = ?, ended_at = ? WHERE id = ?",
-        (
-            error,
-            answer,
-            result.usage.input_tokens,
-            result.usage.output_tokens,
-            result.model_calls,
-            time.time(),
-            run_id,
-        ),
+    answer = KeptAnswer(
+        result.text,
+        result.tool_calls,
+        result.usage.input_tokens,
+        result.usage.output_tokens,
+        result.model_calls,
     )
+    keep_answer(conn, run_id, answer, error=error, now=time.time())
     keep_run_in(conn, batch, run_id)
 
 

@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import messages, threads
+from gateway.store import messages, runs, threads
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -33,6 +33,7 @@ class Backend:
     db: Database
     threads: ModuleType
     messages: ModuleType
+    runs: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -51,7 +52,7 @@ class Backend:
 async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
-        yield Backend("sqlite", db, threads, messages)
+        yield Backend("sqlite", db, threads, messages, runs)
     finally:
         await db.close()
 

@@ -1,0 +1,118 @@
+"""The ``runs`` table: one row per agent turn (or ad-hoc host-tools session) with its usage.
+
+Statuses: ``running``, then ``completed``, ``failed``, ``canceled`` or, after a crash,
+``interrupted``; a host-tools session is ``session`` until it ``ended``. A turn whose reply
+could not be committed keeps the model's answer on its run (``answer``), so its retry commits
+that answer instead of calling the model again.
+
+Every function runs on the database thread, inside ``Database.run_transaction`` or
+``Database.read``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+
+__all__ = [
+    "KeptAnswer",
+    "complete_run",
+    "end_run",
+    "end_sessions",
+    "interrupt_running",
+    "keep_answer",
+    "resume_kept",
+    "start_run",
+]
+
+
+def start_run(
+    conn: sqlite3.Connection, thread_id: int, persona: str, model: str, now: float, *, status: str = "running"
+) -> int:
+    """A new run of ``persona`` on the thread; returns its id."""
+    (run_id,) = conn.execute(
+        "INSERT INTO runs (thread_id, persona, status, model, started_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+        (thread_id, persona, status, model, now),
+    ).fetchone()
+    return int(run_id)
+
+
+def complete_run(
+    conn: sqlite3.Connection,
+    run_id: int,
+    *,
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    model_calls: int,
+    now: float,
+) -> None:
+    """The run answered: its model (a hook may have changed it since it began) and usage."""
+    conn.execute(
+        "UPDATE runs SET status = 'completed', model = ?, input_tokens = ?, output_tokens = ?, "
+        "model_calls = ?, ended_at = ? WHERE id = ?",
+        (model, input_tokens, output_tokens, model_calls, now, run_id),
+    )
+
+
+def end_run(conn: sqlite3.Connection, run_id: int, status: str, error: str | None, now: float) -> None:
+    """The run ended with ``status`` (``failed``, ``canceled``, ``ended``...) and ``error``."""
+    conn.execute(
+        "UPDATE runs SET status = ?, error = ?, ended_at = ? WHERE id = ?", (status, error, now, run_id)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class KeptAnswer:
+    """The model's answer kept on a run whose reply could not be committed."""
+
+    text: str
+    tool_calls: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model_calls: int = 0
+
+
+def keep_answer(conn: sqlite3.Connection, run_id: int, answer: KeptAnswer, *, error: str, now: float) -> None:
+    """The reply failed to commit: the run fails with ``error`` and keeps ``answer``."""
+    # ASCII JSON stores whatever the text holds, even what made the reply's own insert fail.
+    kept = json.dumps({"text": answer.text, "tool_calls": answer.tool_calls})
+    conn.execute(
+        "UPDATE runs SET status = 'failed', error = ?, answer = ?, input_tokens = ?, output_tokens = ?, "
+        "model_calls = ?, ended_at = ? WHERE id = ?",
+        (error, kept, answer.input_tokens, answer.output_tokens, answer.model_calls, now, run_id),
+    )
+
+
+def resume_kept(conn: sqlite3.Connection, run_id: int) -> KeptAnswer | None:
+    """The answer ``run_id`` kept, the run running again; None when it kept none."""
+    row = conn.execute(
+        "SELECT answer, input_tokens, output_tokens, model_calls FROM runs WHERE id = ? AND answer IS NOT NULL",
+        (run_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    conn.execute("UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?", (run_id,))
+    answer = json.loads(row["answer"])
+    return KeptAnswer(
+        text=answer["text"],
+        tool_calls=list(answer.get("tool_calls") or ()),
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        model_calls=row["model_calls"],
+    )
+
+
+def interrupt_running(conn: sqlite3.Connection, now: float) -> int:
+    """Runs a stop left ``running`` become ``interrupted``; returns how many."""
+    cursor = conn.execute(
+        "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", (now,)
+    )
+    return cursor.rowcount
+
+
+def end_sessions(conn: sqlite3.Connection, now: float) -> int:
+    """Host-tools sessions a stop left open are ``ended``; returns how many."""
+    cursor = conn.execute("UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session'", (now,))
+    return cursor.rowcount
