@@ -129,7 +129,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gateway.daemon import AlreadyRunningError, run_daemon
+    from gateway.daemon import run_daemon
+    from gateway.data_dir import AlreadyRunningError
     from gateway.logs import setup_logging
     from gateway.personas import load_personas
     from gateway.store.db import SchemaTooNewError
@@ -245,7 +246,7 @@ def cmd_threads(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from gateway.daemon import AlreadyRunningError, DataDirLock, prepare_data_dir
+    from gateway.data_dir import AlreadyRunningError, DataDirLock, prepare_data_dir
     from gateway.store.db import DB_FILE, SchemaTooNewError, apply_migrations, open_database
 
     settings = _settings(args)

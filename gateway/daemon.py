@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import signal
@@ -30,8 +29,9 @@ from connectors.base import (
 from connectors.console import ConsoleConnector
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer, Reply
+from gateway.data_dir import DataDirLock, prepare_data_dir
 from gateway.delegation import Delegation
-from gateway.errors import RefusedError, TransientError
+from gateway.errors import TransientError
 from gateway.events import EventBus
 from gateway.heap import settle_heap
 from gateway.host_tools import HostTools
@@ -51,50 +51,9 @@ from gateway.turns import TurnRunner
 
 log = logging.getLogger("talon.daemon")
 
-LOCK_FILE = "talon.lock"
-
-
-class AlreadyRunningError(RefusedError):
-    """Another daemon holds the data dir; the message names it."""
-
 
 class ShuttingDownError(TransientError):
     """Raised to connectors during shutdown: do not acknowledge the event."""
-
-
-class DataDirLock:
-    """An exclusive lock on the data dir: a second daemon on it is refused."""
-
-    def __init__(self, data_dir: Path):
-        self.path = data_dir / LOCK_FILE
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "another process"
-            os.close(fd)
-            raise AlreadyRunningError(
-                f"another Talon daemon (pid {holder}) is using {self.path.parent}; stop it first "
-                "or give this one its own data_dir"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def prepare_data_dir(settings: Settings) -> Path:
-    data = settings.data_path
-    data.mkdir(parents=True, exist_ok=True)
-    os.chmod(data, 0o700)  # the control and bridge sockets inside rely on this
-    return data
 
 
 def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:

@@ -15,7 +15,8 @@ from connectors.base import ConnectorStartError
 from connectors.slack.receiver import IntakeFailedError
 from gateway.chat_cli import ChatFailedError
 from gateway.control_client import DaemonNotRunningError
-from gateway.daemon import AlreadyRunningError, ShuttingDownError
+from gateway.daemon import ShuttingDownError
+from gateway.data_dir import AlreadyRunningError
 from gateway.delegation import DelegationError
 from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError, TransientError
 from gateway.host_tools import SessionError
