@@ -4,6 +4,12 @@ Items are leased in batches: every pending ``message`` item of a thread is taken
 together (messages that arrived while the thread was busy join the next turn); other
 kinds run one at a time. A lease carries an expiry; leases left by a dead process are
 released at start (the data-dir lock guarantees that process is gone).
+
+A turn that fails because something outside it failed (the model provider, the time limit,
+a :class:`~gateway.errors.TransientError` such as a reply that could not be saved, a busy
+database) is retried with backoff up to ``max_attempts``. Any other exception is a bug in
+turn code: it is tried once more, in case it was a race, then dead-lettered as an internal
+error, its traceback logged once.
 """
 
 from __future__ import annotations
@@ -127,6 +133,7 @@ class TurnQueue:
         self._dispatcher: asyncio.Task[None] | None = None
         self._parked = 0
         self._crashes: dict[int, int] = {}  # a thread's failed leases in a row
+        self._bugs: dict[int, str] = {}  # first item id -> the internal error its last attempt hit
 
     # ------------------------------------------------------------ lifecycle
 
@@ -282,6 +289,7 @@ class TurnQueue:
         return await self.db.run_transaction(lease)
 
     async def _run(self, batch: Batch, begun: Any) -> None:
+        bug_before = self._bugs.pop(batch.items[0].id, None)
         try:
             await self.handler.run(batch, begun)
         except asyncio.CancelledError as exc:
@@ -300,12 +308,24 @@ class TurnQueue:
         except TimeoutError as exc:
             await self._failed(batch, exc, "turn timed out", transient=True)
             return
-        except ReplyNotSavedError as exc:  # the turn runner logged it with its cause
+        except TransientError as exc:  # a ReplyNotSavedError was logged with its cause
             await self._failed(batch, exc, str(exc), transient=True)
             return
         except Exception as exc:
-            log.exception("turn failed on thread %s", batch.thread_id)
-            await self._failed(batch, exc, f"{type(exc).__name__}: {exc}", transient=True)
+            if _database_busy(exc):
+                await self._failed(batch, exc, f"database busy: {exc}", transient=True)
+            else:
+                await self._bug(batch, exc, bug_before)
+
+    async def _bug(self, batch: Batch, exc: Exception, before: str | None) -> None:
+        """``exc`` is a bug in turn code: one more try unless the last one hit it too."""
+        error = f"internal error: {type(exc).__name__}: {exc}"
+        if error != before:  # the same bug twice in a row is logged once
+            log.error("turn on thread %s hit an internal error", batch.thread_id, exc_info=exc)
+        retry = before is None and batch.attempts < self.settings.max_attempts
+        if retry:
+            self._bugs[batch.items[0].id] = error
+        await self._failed(batch, exc, error, transient=retry)
 
     async def _failed(
         self,
@@ -392,6 +412,16 @@ def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection)
         for r in take
     )
     return Batch(thread_id, items, more=len(rows) > len(take))
+
+
+def _database_busy(exc: Exception) -> bool:
+    """SQLite gave up waiting for a lock another connection or process held."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (
+        isinstance(exc, sqlite3.OperationalError)
+        and code is not None
+        and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    )
 
 
 async def dead_letters(db: Database, limit: int = 20) -> list[dict[str, Any]]:
