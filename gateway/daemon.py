@@ -18,42 +18,33 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from connectors.base import (
-    Connector,
-    ConnectorStartError,
-    InboundEvent,
-    IntakeResult,
-    IntakeStatus,
-    ThreadKey,
-)
+from connectors.base import Connector, ConnectorStartError, ThreadKey
 from connectors.console import ConsoleConnector
+from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer, Reply
 from gateway.data_dir import DataDirLock, prepare_data_dir
 from gateway.delegation import Delegation
-from gateway.errors import TransientError
 from gateway.events import EventBus
 from gateway.heap import settle_heap
 from gateway.host_tools import HostTools
+from gateway.intake import Intake
 from gateway.intake_limits import IntakeLimits, channel_limits
 from gateway.notify import NotifyError, post_to_channel
 from gateway.outbox import Outbox
 from gateway.personas import Persona
-from gateway.pipeline import Bindings, Pipeline, command_of
+from gateway.pipeline import Bindings, Pipeline
 from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
 from gateway.store.db import DB_FILE, Database, open_database
-from gateway.store.threads import get_thread, set_context_from
+from gateway.store.queue import count_by_status as queue_counts
+from gateway.store.threads import get_thread
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
 
 log = logging.getLogger("talon.daemon")
-
-
-class ShuttingDownError(TransientError):
-    """Raised to connectors during shutdown: do not acknowledge the event."""
 
 
 def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:
@@ -88,7 +79,6 @@ class Gateway:
         self._lock = DataDirLock(prepare_data_dir(settings))
         self._control: ControlServer | None = None
         self._stopped = asyncio.Event()
-        self._accepting = True
         self._scheduler_task: asyncio.Task[None] | None = None
         self.host_tools: HostTools | None = None
         self._warm_up: list[asyncio.Task[Any]] = []
@@ -171,6 +161,8 @@ class Gateway:
             on_queued=self.queue.notify,
             notice=self.turns.post_notice,
         )
+        self.commands = ChatCommands(self.db, cancel=self.queue.cancel, notice=self.turns.post_notice)
+        self.intake = Intake(self.pipeline, self.commands)
         await self.outbox.recover()
         await self.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await self.queue.start()
@@ -211,28 +203,6 @@ class Gateway:
             connector.health.set("failed", f"{type(exc).__name__}: {exc}")
             log.exception("channel %s did not start", connector.name)
 
-    # ------------------------------------------------------------ intake
-
-    async def intake(self, event: InboundEvent) -> IntakeResult:
-        if not self._accepting:
-            # Not acknowledged, so the platform delivers it again after the restart.
-            raise ShuttingDownError("the gateway is stopping")
-        result = await self.pipeline.ingest(event)
-        if result.status is IntakeStatus.STORED and result.thread_id is not None:
-            command = command_of(event.text)
-            if command:
-                await self._command(command, result)
-        return result
-
-    async def _command(self, command: str, result: IntakeResult) -> None:
-        assert self.db is not None and result.thread_id is not None
-        if command == "/stop":
-            if not self.queue.cancel(result.thread_id):
-                await self.turns.post_notice(result.thread_id, "Nothing is running.")
-        elif command == "/new":
-            await self.db.run_transaction(set_context_from, result.thread_id, result.message_id)
-            await self.turns.post_notice(result.thread_id, "Started a new conversation.")
-
     # ------------------------------------------------------------ control target
 
     def console(self, name: str | None) -> ConsoleConnector | None:
@@ -243,12 +213,7 @@ class Gateway:
 
     async def status(self) -> dict[str, Any]:
         assert self.db is not None
-        queue = {
-            r["status"]: r["n"]
-            for r in await self.db.fetchall(
-                "SELECT status, COUNT(*) AS n FROM queue_items WHERE status IN ('pending', 'leased', 'dead') GROUP BY status"
-            )
-        }
+        queue = await self.db.read(queue_counts)
         outbox = {
             r["status"]: r["n"]
             for r in await self.db.fetchall(
@@ -367,7 +332,8 @@ class Gateway:
 
     async def close(self) -> None:
         """Stop intake, let running turns finish (or release them), flush, disconnect."""
-        self._accepting = False
+        if hasattr(self, "intake"):
+            self.intake.close()
         if self._control:
             self._control.stop_listening()
         self._stopped.set()

@@ -28,6 +28,7 @@ from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.store.db import Database
 from gateway.store.messages import Role, add_message
+from gateway.store.queue import enqueue_message
 from gateway.store.threads import ThreadRow, upsert_thread
 
 log = logging.getLogger("talon.delegation")
@@ -68,11 +69,7 @@ def _queue_message(
         sender_id=f"persona:{sender}" if sender else None,
         sender_name=sender,
     )
-    conn.execute(
-        "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
-        "VALUES (?, 'message', ?, ?, ?, ?)",
-        (thread_id, message_id, now, now, now),
-    )
+    enqueue_message(conn, thread_id, message_id, available_at=now, now=now)
     return message_id
 
 

@@ -22,16 +22,16 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
+from gateway.commands import command_of
 from gateway.config import Binding
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
 from gateway.store.db import Database
 from gateway.store.messages import add_message, record_event
+from gateway.store.queue import enqueue_message, take_deferred_along
 from gateway.store.threads import upsert_thread
 
 log = logging.getLogger("talon.pipeline")
-
-COMMANDS = frozenset({"/stop", "/new"})
 
 
 class Bindings:
@@ -51,12 +51,6 @@ class Bindings:
         if requested and requested in self._personas:
             return requested
         return self._by_chat.get((channel, chat_id)) or self._by_channel.get(channel)
-
-
-def command_of(text: str) -> str | None:
-    """``/stop`` and ``/new`` (connectors strip ``@botname``); anything else is a message."""
-    word = text.strip().split(maxsplit=1)[0].lower() if text.strip() else ""
-    return word if word in COMMANDS else None
 
 
 Notice = Callable[[int, str], Awaitable[object]]
@@ -186,14 +180,6 @@ def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] 
         if pace.catch_up:
             # This message starts a turn anyway: messages deferred by the rate (never
             # leased, so not retries in backoff) ride along instead of waiting ahead of it.
-            conn.execute(
-                "UPDATE queue_items SET available_at = ?, updated_at = ? WHERE thread_id = ? "
-                "AND status = 'pending' AND kind = 'message' AND attempts = 0 AND available_at > ?",
-                (now, now, thread_id, now),
-            )
-        conn.execute(
-            "INSERT INTO queue_items (thread_id, kind, message_id, available_at, created_at, updated_at) "
-            "VALUES (?, 'message', ?, ?, ?, ?)",
-            (thread_id, message_id, pace.due(now), now, now),
-        )
+            take_deferred_along(conn, thread_id, now)
+        enqueue_message(conn, thread_id, message_id, available_at=pace.due(now), now=now)
     return thread_id, message_id

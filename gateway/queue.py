@@ -15,57 +15,32 @@ error, its traceback logged once.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict
 from typing import Any
 
 from gateway.config import QueueSettings
 from gateway.errors import TransientError
 from gateway.runtime.model import ProviderError
 from gateway.store.db import Database
+from gateway.store.queue import (
+    Batch,
+    complete_items,
+    end_items,
+    keep_run,
+    lease_batch,
+    pending_threads,
+    recover_leases,
+    release_items,
+)
+from gateway.store.queue import dead_letters as _dead_letters
+from gateway.store.runs import interrupt_running
 
 log = logging.getLogger("talon.queue")
-
-
-@dataclass(frozen=True, slots=True)
-class QueueItem:
-    id: int
-    kind: str
-    message_id: int | None
-    payload: dict[str, Any]
-    attempts: int
-    run_id: int | None = None  # while pending: the run that kept its answer (see keep_run_in)
-
-
-@dataclass(frozen=True, slots=True)
-class Batch:
-    """What one turn works on. ``more``: other items of the thread were pending behind it."""
-
-    thread_id: int
-    items: tuple[QueueItem, ...]
-    more: bool = False
-
-    @property
-    def ids(self) -> tuple[int, ...]:
-        return tuple(i.id for i in self.items)
-
-    @property
-    def message_ids(self) -> tuple[int, ...]:
-        return tuple(i.message_id for i in self.items if i.message_id is not None)
-
-    @property
-    def attempts(self) -> int:
-        return max(i.attempts for i in self.items)
-
-    @property
-    def kept_run(self) -> int | None:
-        """The run holding this batch's answer from an earlier attempt, if one does."""
-        return self.items[0].run_id
 
 
 class ReplyNotSavedError(TransientError):
@@ -102,22 +77,13 @@ class TurnHandler:
 
 def complete_in(conn: sqlite3.Connection, batch: Batch, run_id: int | None) -> None:
     """Mark a batch done inside the caller's transaction (atomic with its reply)."""
-    marks = ",".join("?" * len(batch.items))
-    conn.execute(
-        f"UPDATE queue_items SET status = 'done', run_id = ?, updated_at = ? WHERE id IN ({marks}) "
-        "AND status = 'leased'",
-        (run_id, time.time(), *batch.ids),
-    )
+    complete_items(conn, batch.ids, run_id, time.time())
 
 
 def keep_run_in(conn: sqlite3.Connection, batch: Batch, run_id: int) -> None:
     """Point a batch at the run that kept its answer, inside the caller's transaction: its
     next lease takes exactly these items again, and the turn resumes from that run."""
-    marks = ",".join("?" * len(batch.items))
-    conn.execute(
-        f"UPDATE queue_items SET run_id = ? WHERE id IN ({marks}) AND status = 'leased'",
-        (run_id, *batch.ids),
-    )
+    keep_run(conn, batch.ids, run_id)
 
 
 class TurnQueue:
@@ -143,34 +109,24 @@ class TurnQueue:
 
     async def _recover(self) -> None:
         now = time.time()
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "UPDATE queue_items SET status = 'dead', last_error = 'interrupted too many times', "
-                "updated_at = ? WHERE status = 'leased' AND attempts >= ?",
-                (now, self.settings.max_attempts),
-            )
-            released = await conn.execute(
-                "UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, updated_at = ? "
-                "WHERE status = 'leased'",
-                (now,),
-            )
-            await conn.execute(
-                "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", (now,)
-            )
-        if released.rowcount:
-            log.warning("released %d queue items interrupted by a previous stop", released.rowcount)
+
+        def recover(conn: sqlite3.Connection) -> int:
+            released = recover_leases(conn, self.settings.max_attempts, now)
+            interrupt_running(conn, now)
+            return released
+
+        released = await self.db.run_transaction(recover)
+        if released:
+            log.warning("released %d queue items interrupted by a previous stop", released)
         await self._schedule_pending()
 
     async def _schedule_pending(self) -> None:
-        rows = await self.db.fetchall(
-            "SELECT thread_id, MIN(available_at) AS due FROM queue_items WHERE status = 'pending' "
-            "GROUP BY thread_id ORDER BY MIN(id)"
-        )
+        pending = await self.db.read(pending_threads)
         now = time.time()
-        for row in rows:
-            if row["thread_id"] in self._running or row["thread_id"] in self._timers:
+        for thread_id, due in pending:
+            if thread_id in self._running or thread_id in self._timers:
                 continue
-            self._notify_at(row["thread_id"], row["due"] - now)
+            self._notify_at(thread_id, due - now)
 
     async def stop(self, grace: float) -> None:
         """Stop taking work; give running turns ``grace`` seconds, then cancel them (their
@@ -283,7 +239,7 @@ class TurnQueue:
 
     async def _lease(self, thread_id: int) -> tuple[Batch, Any] | float | None:
         def lease(conn: sqlite3.Connection) -> tuple[Batch, Any] | float | None:
-            batch = _lease_batch(thread_id, self.settings.lease_seconds, conn)
+            batch = lease_batch(conn, thread_id, self.settings.lease_seconds, time.time())
             return (batch, self.handler.begin(conn, batch)) if isinstance(batch, Batch) else batch
 
         return await self.db.run_transaction(lease)
@@ -355,63 +311,12 @@ class TurnQueue:
 
     async def _release(self, batch: Batch, *, delay: float = 0.0, error: str | None = None) -> None:
         now = time.time()
-        marks = ",".join("?" * len(batch.items))
-        await self.db.execute(
-            f"UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, available_at = ?, "
-            f"last_error = COALESCE(?, last_error), updated_at = ? WHERE id IN ({marks}) AND status = 'leased'",
-            (now + delay, error, now, *batch.ids),
+        await self.db.run_transaction(
+            release_items, batch.ids, available_at=now + delay, error=error, now=now
         )
 
     async def _end(self, batch: Batch, status: str, error: str) -> None:
-        marks = ",".join("?" * len(batch.items))
-        await self.db.execute(
-            f"UPDATE queue_items SET status = ?, last_error = ?, updated_at = ? WHERE id IN ({marks}) "
-            "AND status = 'leased'",
-            (status, error, time.time(), *batch.ids),
-        )
-
-
-def _lease_batch(thread_id: int, lease_seconds: float, conn: sqlite3.Connection) -> Batch | float | None:
-    """Lease the thread's next batch (runs on the database thread, in one transaction).
-
-    Returns the batch; or, when only delayed items wait, the time the first is due; or None.
-    """
-    now = time.time()
-    rows = conn.execute(
-        "SELECT id, kind, message_id, payload, attempts, available_at, run_id FROM queue_items "
-        "WHERE thread_id = ? AND status = 'pending' ORDER BY id",
-        (thread_id,),
-    ).fetchall()
-    if not rows:
-        return None
-    if rows[0]["available_at"] > now:
-        return rows[0]["available_at"]  # FIFO: a retry waiting for its backoff goes first
-    # Consecutive message items form one turn; any other kind runs alone. A batch whose
-    # answer was kept runs again as it was: messages that came since wait for the next turn.
-    take = [rows[0]]
-    if rows[0]["kind"] == "message":
-        for row in rows[1:]:
-            if row["kind"] != "message" or row["available_at"] > now or row["run_id"] != rows[0]["run_id"]:
-                break
-            take.append(row)
-    marks = ",".join("?" * len(take))
-    conn.execute(
-        f"UPDATE queue_items SET status = 'leased', attempts = attempts + 1, lease_expires_at = ?, "
-        f"updated_at = ? WHERE id IN ({marks})",
-        (now + lease_seconds, now, *(r["id"] for r in take)),
-    )
-    items = tuple(
-        QueueItem(
-            r["id"],
-            r["kind"],
-            r["message_id"],
-            json.loads(r["payload"] or "{}"),
-            r["attempts"] + 1,
-            r["run_id"],
-        )
-        for r in take
-    )
-    return Batch(thread_id, items, more=len(rows) > len(take))
+        await self.db.run_transaction(end_items, batch.ids, status, error, time.time())
 
 
 def _database_busy(exc: Exception) -> bool:
@@ -426,10 +331,4 @@ def _database_busy(exc: Exception) -> bool:
 
 async def dead_letters(db: Database, limit: int = 20) -> list[dict[str, Any]]:
     """Recently dead-lettered items, for ``talon status``."""
-    rows = await db.fetchall(
-        "SELECT q.id, q.thread_id, q.kind, q.attempts, q.last_error, q.updated_at, t.channel, t.chat_id "
-        "FROM queue_items q JOIN threads t ON t.id = q.thread_id WHERE q.status = 'dead' "
-        "ORDER BY q.updated_at DESC LIMIT ?",
-        (limit,),
-    )
-    return [dict(r) for r in rows]
+    return [asdict(letter) for letter in await db.read(_dead_letters, limit)]

@@ -19,6 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from gateway.store.messages import MessageRow, messages_after
+from gateway.store.queue import first_open_message
 from gateway.store.threads import ThreadRow, get_thread, set_summarized_upto
 from gateway.subagents.base import SubagentError, SubagentUnavailableError
 from gateway.subagents.transcript import (
@@ -105,13 +106,9 @@ async def maybe_summarize(
     if sum(costs) <= threshold:
         return None
     older = _older_part(rows, costs, threshold / 2)
-    pending = await db.fetchone(
-        "SELECT MIN(message_id) AS first FROM queue_items WHERE thread_id = ? "
-        "AND status IN ('pending', 'leased') AND message_id IS NOT NULL",
-        (thread_id,),
-    )
-    if pending is not None and pending["first"] is not None:
-        older = [r for r in older if r.id < pending["first"]]
+    pending = await db.read(first_open_message, thread_id)
+    if pending is not None:
+        older = [r for r in older if r.id < pending]
     if not older:
         return None
     call = runner.prepare(SUMMARIZER, persona=persona, thread_id=thread_id, db=db, check_persona=False)

@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import messages, runs, threads
+from gateway.store import messages, queue, runs, threads
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -34,6 +34,7 @@ class Backend:
     threads: ModuleType
     messages: ModuleType
     runs: ModuleType
+    queue: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -52,7 +53,7 @@ class Backend:
 async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
-        yield Backend("sqlite", db, threads, messages, runs)
+        yield Backend("sqlite", db, threads, messages, runs, queue)
     finally:
         await db.close()
 
