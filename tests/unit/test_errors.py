@@ -15,11 +15,11 @@ from connectors.base import ConnectorStartError
 from connectors.slack.receiver import IntakeFailedError
 from gateway.chat_cli import ChatFailedError
 from gateway.control_client import DaemonNotRunningError
-from gateway.daemon import ShuttingDownError
 from gateway.data_dir import AlreadyRunningError
 from gateway.delegation import DelegationError
 from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError, TransientError
 from gateway.host_tools import SessionError
+from gateway.intake import ShuttingDownError
 from gateway.jsonsafe import JSONInputError
 from gateway.notify import NotifyError
 from gateway.persona_mcp.connection import ServerUnavailableError
