@@ -30,7 +30,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.deployed.support import fake_process, write_deployed_config
+from tests.deployed.support import FakeProcess, fake_process, write_deployed_config
 from tests.e2e.daemon import Daemon, talon_env
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -74,15 +74,22 @@ def _answered(texts: list[str], question: str, echo: bool) -> bool:
     return any(question in t.removeprefix("echo: ").split("\n") for t in texts)
 
 
-async def _measure(pid: int, api: str, chats: int, per_chat: int, echo: bool) -> tuple[float, float]:
+async def _measure(pid: int, api: FakeProcess, chats: int, per_chat: int, echo: bool) -> tuple[float, float]:
     async with aiohttp.ClientSession() as session:
-        cpu_before = cpu_seconds(pid)
+        cpu_before, fake_before = cpu_seconds(pid), cpu_seconds(api.proc.pid)
         started = time.perf_counter()
-        await _inject(session, api, chats, per_chat)
-        await _drained(session, api, chats, per_chat, echo)
+        await _inject(session, api.url, chats, per_chat)
+        await _drained(session, api.url, chats, per_chat, echo)
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(pid) - cpu_before
+        fake_busy = (cpu_seconds(api.proc.pid) - fake_before) / elapsed
     total = chats * per_chat
+    calls = (await _get(session_stats := aiohttp.ClientSession(), f"{api.url}/_fake/stats"))["calls"]
+    await session_stats.close()
+    print(
+        f"  ({'echo bot' if echo else 'talon'}: the fake Bot API was busy {fake_busy:.0%} of the time, "
+        f"{calls.get('sendmessage', 0)} sendMessage and {calls.get('sendchataction', 0)} sendChatAction calls)"
+    )
     return total / elapsed, cpu / total
 
 
@@ -102,7 +109,7 @@ async def echo_bot(tmp: Path, chats: int, per_chat: int) -> tuple[float, float]:
             assert proc.stdout is not None
             await asyncio.wait_for(proc.stdout.readline(), 30)
             await asyncio.sleep(1.0)  # let its first long poll settle
-            return await _measure(proc.pid, api.url, chats, per_chat, echo=True)
+            return await _measure(proc.pid, api, chats, per_chat, echo=True)
         finally:
             proc.terminate()
             await proc.wait()
@@ -127,7 +134,7 @@ async def talon(tmp: Path, chats: int, per_chat: int, pacing: bool) -> tuple[flo
             await daemon.start(tmp / "data", ready_timeout=60)
             await asyncio.sleep(3.0)  # `talon run` warms its model SDK after it is ready
             assert daemon.proc is not None
-            result = await _measure(daemon.proc.pid, api.url, chats, per_chat, echo=False)
+            result = await _measure(daemon.proc.pid, api, chats, per_chat, echo=False)
             await daemon.stop()
     return result
 

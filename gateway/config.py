@@ -288,7 +288,12 @@ class Binding(_Strict):
 
 
 class QueueSettings(_Strict):
-    workers: int = Field(8, ge=1, le=256, description="threads served in parallel")
+    workers: int = Field(
+        32,
+        ge=1,
+        le=256,
+        description="conversations whose turns run at once (a turn mostly waits on the model)",
+    )
     max_attempts: int = Field(5, ge=1, le=100, description="tries per turn, then it is dead-lettered")
     lease_seconds: float = Field(
         300.0,
