@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from connectors.base import Connector, ConnectorStartError, ThreadKey
+from connectors.base import Connector, ConnectorStartError
 from connectors.console import ConsoleConnector
 from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, Settings
@@ -30,16 +30,15 @@ from gateway.heap import settle_heap
 from gateway.host_tools import HostTools
 from gateway.intake import Intake
 from gateway.intake_limits import IntakeLimits, channel_limits
-from gateway.notify import NotifyError, post_to_channel
 from gateway.outbox import Outbox
 from gateway.personas import Persona
 from gateway.pipeline import Bindings, Pipeline
+from gateway.poster import ChannelPoster
 from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
 from gateway.store.db import DB_FILE, Database, open_database
 from gateway.store.queue import count_by_status as queue_counts
-from gateway.store.threads import get_thread
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
@@ -116,13 +115,20 @@ class Gateway:
         for ch in self.settings.channels:
             self.connectors[ch.name] = build_connector(ch, data / "files")
         self.outbox = Outbox(self.db, self.connectors, self.settings.outbox)
+        self.poster = ChannelPoster(
+            db=self.db,
+            settings=self.settings,
+            connectors=self.connectors,
+            outbox=self.outbox,
+            bindings=self.bindings,
+        )
         self.persona_mcp = self._persona_mcp()
         self.host_tools = HostTools(
             db=self.db,
             settings=self.settings,
             personas=self.personas,
             bindings=self.bindings,
-            services=self,
+            services=self.poster,
             mcp=self.persona_mcp,
         )
         self.delegation = Delegation(
@@ -140,6 +146,7 @@ class Gateway:
             providers=self.providers,
             connectors=self.connectors,
             outbox=self.outbox,
+            poster=self.poster,
             bus=self.bus,
             tools=self.host_tools,
             schedule_results=partial(record_result, self.db),
@@ -159,9 +166,9 @@ class Gateway:
             self.bindings,
             limits=IntakeLimits(data / "files", channel_limits(self.settings.channels)),
             on_queued=self.queue.notify,
-            notice=self.turns.post_notice,
+            notice=self.poster.notice,
         )
-        self.commands = ChatCommands(self.db, cancel=self.queue.cancel, notice=self.turns.post_notice)
+        self.commands = ChatCommands(self.db, cancel=self.queue.cancel, notice=self.poster.notice)
         self.intake = Intake(self.pipeline, self.commands)
         await self.outbox.recover()
         await self.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
@@ -235,87 +242,9 @@ class Gateway:
         }
 
     async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
-        """ControlTarget: post ``text`` into ``chat`` of ``channel`` (its ``home_chat`` when
-        ``chat`` is None) as a notification (``talon send``).
-
-        Raises:
-            NotifyError: With a message naming what to change.
-        """
-        assert self.db is not None
-        settings = self.settings.channel(channel)
-        if settings is None:
-            names = ", ".join(c.name for c in self.settings.channels)
-            raise NotifyError(f"no channel named {channel!r}; use one of {names}")
-        target = chat or settings.home_chat
-        if not target:
-            raise NotifyError(f"channel {channel!r} has no home_chat; pass --chat ID or set home_chat")
-        posted = await post_to_channel(
-            db=self.db,
-            connectors=self.connectors,
-            outbox=self.outbox,
-            bindings=self.bindings,
-            key=ThreadKey(channel, str(target)),
-            markdown=text,
-            note="[notification]",
-        )
+        """ControlTarget: ``talon send`` (:meth:`gateway.poster.ChannelPoster.notify`)."""
+        posted = await self.poster.notify(channel, chat, text)
         return {"ok": True, "thread_id": posted.thread_id, "chunks": len(posted.outbox_ids)}
-
-    async def send_to_channel(
-        self,
-        *,
-        channel: str,
-        markdown: str,
-        origin_thread_id: int | None,
-        persona: str | None,
-        chat_id: str | None = None,
-        reply_to: str | None = None,
-    ) -> dict[str, Any]:
-        """HostServices: post ``markdown`` into ``channel`` (``channel_send``).
-
-        The recipient is ``chat_id`` when given, else the origin thread when it is on
-        ``channel``, else the channel's ``home_chat``. The stored copy notes who sent it
-        from where, so the recipient thread's persona sees it in context.
-
-        Raises:
-            NotifyError: With a message naming what to change.
-        """
-        assert self.db is not None
-        settings = self.settings.channel(channel)
-        if settings is None:
-            names = ", ".join(c.name for c in self.settings.channels)
-            raise NotifyError(f"unknown channel {channel!r}; configured channels: {names}")
-        origin = await self.db.read(get_thread, origin_thread_id) if origin_thread_id is not None else None
-        if chat_id:
-            key = ThreadKey(channel, str(chat_id))
-        elif origin is not None and origin.channel == channel:
-            key = origin.key
-        elif settings.home_chat:
-            key = ThreadKey(channel, str(settings.home_chat))
-        else:
-            here = f"; or send to {origin.channel!r}" if origin is not None else ""
-            raise NotifyError(
-                f"channel {channel!r} has no home_chat and is not this conversation's channel; "
-                f"set home_chat for it in talon.yaml{here}"
-            )
-        where = f"{origin.channel}:{origin.chat_id}" if origin is not None else "outside a conversation"
-        posted = await post_to_channel(
-            db=self.db,
-            connectors=self.connectors,
-            outbox=self.outbox,
-            bindings=self.bindings,
-            key=key,
-            markdown=markdown,
-            persona=persona,
-            reply_to=reply_to,
-            note=f"[channel_send from persona {persona or '-'} in {where}]",
-        )
-        return {
-            "sent": True,
-            "channel": channel,
-            "chat": key.chat_id,
-            "threadId": posted.thread_id,
-            "messages": len(posted.outbox_ids),
-        }
 
     async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
         if self.host_tools is None:

@@ -54,7 +54,7 @@ class Bindings:
 
 
 Notice = Callable[[int, str], Awaitable[object]]
-"""Posts a short gateway message into a thread (``TurnRunner.post_notice``)."""
+"""Posts a short gateway message into a thread (``ChannelPoster.notice``)."""
 
 
 class Pipeline:

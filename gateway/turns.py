@@ -25,6 +25,7 @@ from gateway.events import EventBus
 from gateway.logs import run_id_var, thread_id_var
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
+from gateway.poster import ChannelPoster
 from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in, keep_run_in
 from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
 from gateway.runtime.context import (
@@ -137,6 +138,7 @@ class TurnRunner(TurnHandler):
         providers: Mapping[str, ModelProvider],
         connectors: Mapping[str, Connector],
         outbox: Outbox,
+        poster: ChannelPoster,
         bus: EventBus,
         tools: TurnTools | None = None,
         schedule_results: ScheduleResults | None = None,
@@ -149,6 +151,7 @@ class TurnRunner(TurnHandler):
         self.providers = providers
         self.connectors = connectors
         self.outbox = outbox
+        self.poster = poster
         self.bus = bus
         self.tools = tools or NoTurnTools()
         self.schedule_results = schedule_results
@@ -374,7 +377,9 @@ class TurnRunner(TurnHandler):
                 )
         posted: list[int] = []
         if batch.message_ids:
-            posted = await self.post_notice(batch.thread_id, STOPPED if canceled else failure_notice(failure))
+            posted = await self.poster.notice(
+                batch.thread_id, STOPPED if canceled else failure_notice(failure)
+            )
         thread = await self._thread(batch.thread_id)
         for hook in self.hooks:
             await hook.turn_ended(thread, batch, "canceled" if canceled else "failed", "", error)
@@ -388,20 +393,6 @@ class TurnRunner(TurnHandler):
                 "outbox": posted,
             },
         )
-
-    async def post_notice(self, thread_id: int, markdown: str) -> list[int]:
-        """A short gateway message (not from the model) into a thread."""
-        thread = await self._thread(thread_id)
-        key = thread.key
-        connector = self.connectors.get(key.channel)
-        if connector is None:
-            return []
-        chunks = connector.render(markdown)
-        ids = await self.db.run_transaction(
-            partial(enqueue_chunks, address=ThreadAddress(thread_id, key), chunks=chunks)
-        )
-        self.outbox.notify(thread_id)
-        return ids
 
 
 def _load_context(

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.control_client import ControlClient
 from gateway.daemon import Gateway
-from gateway.notify import NotifyError
+from gateway.poster import NotifyError
 from tests.fakes.model_api import FakeAnthropic
 from tests.harness import provider_for, running_gateway, write_config
 

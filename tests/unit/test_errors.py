@@ -21,9 +21,9 @@ from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError,
 from gateway.host_tools import SessionError
 from gateway.intake import ShuttingDownError
 from gateway.jsonsafe import JSONInputError
-from gateway.notify import NotifyError
 from gateway.persona_mcp.connection import ServerUnavailableError
 from gateway.persona_mcp.sandbox import SandboxError
+from gateway.poster import NotifyError
 from gateway.queue import ReplyNotSavedError
 from gateway.runtime.model import ProviderError
 from gateway.runtime.providers.retry import RetryableError

@@ -11,45 +11,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.notify import NotifyError
-from gateway.store.threads import get_thread
+from gateway.poster import NotifyError
 from tools.base import HostTool, ToolContext, ToolError
 
 MAX_CONTENT_CHARS = 20_000
 
 
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Send one message; returns where it went and how many platform messages it became."""
-    channel = args["channelId"]
+    """Send one message; returns where it went and how many platform messages it became.
+
+    The daemon's poster picks the recipient and words every refusal of it
+    (:meth:`gateway.poster.ChannelPoster.recipient`); this handler only bounds the content.
+    """
     content = args["content"]
-    reply_to = args.get("replyTo") or None
-    names = [c.name for c in ctx.settings.channels]
-    target = ctx.settings.channel(channel)
-    if target is None:
-        raise ToolError(f"unknown channel {channel!r}; configured channels: {', '.join(names) or '(none)'}")
-    if not content.strip():
-        raise ToolError("content is empty; pass the Markdown message to send")
     if len(content) > MAX_CONTENT_CHARS:
         raise ToolError(
             f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS} (send a shorter message)"
-        )
-    origin = await ctx.db.read(get_thread, ctx.thread_id)
-    here = origin.channel if origin is not None else None
-    if here != channel and not target.home_chat:
-        alternative = f"send to {here!r}" if here else "choose a channel that has a home_chat"
-        raise ToolError(
-            f"channel {channel!r} has no home_chat and is not this conversation's channel; "
-            f"set home_chat for it in talon.yaml or {alternative}"
         )
     if ctx.services is None:
         raise ToolError("channel_send cannot deliver messages in this context")
     try:
         return await ctx.services.send_to_channel(
-            channel=channel,
+            channel=args["channelId"],
             markdown=content,
             origin_thread_id=ctx.thread_id,
             persona=ctx.persona.name,
-            reply_to=reply_to,
+            reply_to=args.get("replyTo") or None,
         )
     except NotifyError as exc:
         raise ToolError(str(exc)) from None
