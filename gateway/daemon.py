@@ -38,6 +38,7 @@ from gateway.queue import TurnQueue, dead_letters
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
 from gateway.store.db import DB_FILE, Database, open_database
+from gateway.store.outbox import count_by_status as outbox_counts
 from gateway.store.queue import count_by_status as queue_counts
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
@@ -221,13 +222,7 @@ class Gateway:
     async def status(self) -> dict[str, Any]:
         assert self.db is not None
         queue = await self.db.read(queue_counts)
-        outbox = {
-            r["status"]: r["n"]
-            for r in await self.db.fetchall(
-                "SELECT status, COUNT(*) AS n FROM outbox WHERE status IN ('pending', 'sending', 'failed', 'unknown') "
-                "GROUP BY status"
-            )
-        }
+        outbox = await self.db.read(outbox_counts)
         return {
             "pid": os.getpid(),
             "uptime": round(time.time() - self.started_at, 1),

@@ -11,71 +11,27 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
-import aiosqlite
-
-from connectors.base import Connector, ErrorClass, OutboundChunk, RenderedChunk, SendResult, ThreadKey
+from connectors.base import Connector, ErrorClass, OutboundChunk, RenderedChunk, SendResult
 from gateway.config import OutboxSettings
 from gateway.store.db import Database
+from gateway.store.outbox import (
+    OutboxRow,
+    ThreadAddress,
+    enqueue_chunks,
+    finish_row,
+    interrupted_rows,
+    mark_sending,
+    next_pending,
+    retry_row,
+    settle_interrupted,
+    threads_with_pending,
+)
+
+__all__ = ["Delivered", "Outbox", "ThreadAddress", "enqueue_chunks", "next_pending"]
 
 log = logging.getLogger("talon.outbox")
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadAddress:
-    """Where a thread's output goes: its row id and platform key."""
-
-    thread_id: int
-    key: ThreadKey
-
-
-def enqueue_chunks(
-    conn: sqlite3.Connection,
-    address: ThreadAddress,
-    chunks: Sequence[RenderedChunk],
-    *,
-    run_id: int | None = None,
-    message_id: int | None = None,
-    reply_to: str | None = None,
-) -> list[int]:
-    """Insert outbox rows inside the caller's transaction (database thread); returns ids."""
-    now = time.time()
-    ids = []
-    for seq, chunk in enumerate(chunks):
-        (row_id,) = conn.execute(
-            "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
-            "text, plain, reply_to, available_at, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (
-                address.thread_id,
-                run_id,
-                message_id,
-                address.key.channel,
-                address.key.chat_id,
-                address.key.topic or "",
-                seq,
-                chunk.format,
-                chunk.text,
-                chunk.plain,
-                reply_to if seq == 0 else None,
-                now,
-                now,
-            ),
-        ).fetchone()
-        ids.append(row_id)
-    return ids
-
-
-_NEXT_ROW = "SELECT * FROM outbox WHERE thread_id = ? AND status = 'pending' ORDER BY id LIMIT 1"
-
-
-def next_pending(conn: sqlite3.Connection, thread_id: int) -> sqlite3.Row | None:
-    """The thread's next row to send, read inside the caller's transaction (database
-    thread); handing it to :meth:`Outbox.notify` saves the sender a read."""
-    row: sqlite3.Row | None = conn.execute(_NEXT_ROW, (thread_id,)).fetchone()
-    return row
 
 
 Delivered = Callable[[int, int, str], None]
@@ -104,21 +60,18 @@ class Outbox:
 
     async def recover(self) -> None:
         """Settle rows a crash left in ``sending``; then start delivering what is pending."""
-        rows = await self.db.fetchall("SELECT id, channel FROM outbox WHERE status = 'sending'")
-        for row in rows:
-            connector = self.connectors.get(row["channel"])
+        for row in await self.db.read(interrupted_rows):
+            connector = self.connectors.get(row.channel)
             idempotent = connector is not None and connector.idempotent_send
-            status = "pending" if idempotent else "unknown"
-            await self.db.execute(
-                "UPDATE outbox SET status = ?, error = ? WHERE id = ?",
-                (status, None if idempotent else "interrupted while sending; not resent", row["id"]),
+            await self.db.run_transaction(
+                settle_interrupted, row.id, resend=idempotent, error="interrupted while sending; not resent"
             )
             if not idempotent:
-                log.warning("outbox row %s may or may not have been delivered before a crash", row["id"])
-        for row in await self.db.fetchall("SELECT DISTINCT thread_id FROM outbox WHERE status = 'pending'"):
-            self.notify(row["thread_id"])
+                log.warning("outbox row %s may or may not have been delivered before a crash", row.id)
+        for thread_id in await self.db.read(threads_with_pending):
+            self.notify(thread_id)
 
-    def notify(self, thread_id: int, next_row: sqlite3.Row | None = None) -> None:
+    def notify(self, thread_id: int, next_row: OutboxRow | None = None) -> None:
         """Rows were committed for ``thread_id``: make sure its sender runs.
 
         ``next_row`` is the thread's next pending row as :func:`next_pending` read it in
@@ -132,12 +85,12 @@ class Outbox:
                 self._drain(thread_id, next_row), name=f"outbox-{thread_id}"
             )
 
-    async def _drain(self, thread_id: int, row: sqlite3.Row | None) -> None:
+    async def _drain(self, thread_id: int, row: OutboxRow | None) -> None:
         try:
             if row is None:
-                row = await self.db.fetchone(_NEXT_ROW, (thread_id,))
+                row = await self.db.read(next_pending, thread_id)
             while row is not None and not self._closing:
-                wait = row["available_at"] - time.time()
+                wait = row.available_at - time.time()
                 if wait > 0:
                     self._wake_later(thread_id, wait)
                     return
@@ -158,19 +111,19 @@ class Outbox:
         self._timers.pop(thread_id, None)
         self.notify(thread_id)
 
-    async def _send(self, row: aiosqlite.Row) -> aiosqlite.Row | None:
+    async def _send(self, row: OutboxRow) -> OutboxRow | None:
         """Deliver one row; returns the thread's next pending row (read in the same commit)."""
-        connector = self.connectors.get(row["channel"])
+        connector = self.connectors.get(row.channel)
         if connector is None:
-            return await self._finish(row, "failed", error=f"channel {row['channel']!r} is not running")
+            return await self._finish(row, "failed", error=f"channel {row.channel!r} is not running")
         if not connector.idempotent_send:
             # Committed before the platform call: after a crash this row is never resent blindly.
-            await self.db.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row["id"],))
+            await self.db.run_transaction(mark_sending, row.id)
         item = OutboundChunk(
-            delivery_id=row["id"],
-            thread=ThreadKey(row["channel"], row["chat_id"], row["topic"] or None),
-            chunk=RenderedChunk(row["text"], row["plain"], row["format"]),
-            reply_to=row["reply_to"],
+            delivery_id=row.id,
+            thread=row.key,
+            chunk=RenderedChunk(row.text, row.plain, row.format),
+            reply_to=row.reply_to,
         )
         try:
             result = await connector.send(item)
@@ -178,7 +131,7 @@ class Outbox:
             return await self._connector_raised(row, exc)
         return await self._settle(row, result)
 
-    async def _connector_raised(self, row: aiosqlite.Row, exc: Exception) -> aiosqlite.Row | None:
+    async def _connector_raised(self, row: OutboxRow, exc: Exception) -> OutboxRow | None:
         """``send`` must classify platform errors, so an exception is a connector bug.
 
         A bug says nothing about whether the platform got the chunk, and marking it
@@ -186,25 +139,23 @@ class Outbox:
         transient failure, and after the last attempt recorded as ``failed``. The
         traceback is logged once per row; retries log one line.
         """
-        error = f"connector {row['channel']} raised {type(exc).__name__}: {exc}"
-        if row["attempts"] == 0:
-            log.error("%s from send() (outbox row %s)", error, row["id"], exc_info=exc)
+        error = f"connector {row.channel} raised {type(exc).__name__}: {exc}"
+        if row.attempts == 0:
+            log.error("%s from send() (outbox row %s)", error, row.id, exc_info=exc)
         return await self._settle(row, SendResult.failed(ErrorClass.TRANSIENT, error))
 
-    async def _settle(self, row: aiosqlite.Row, result: SendResult) -> aiosqlite.Row | None:
+    async def _settle(self, row: OutboxRow, result: SendResult) -> OutboxRow | None:
         if result.ok:
             return await self._finish(row, "sent", platform_message_id=result.platform_message_id)
-        elif result.error_class is ErrorClass.TRANSIENT and row["attempts"] + 1 < self.settings.max_attempts:
-            delay = self._backoff(row["attempts"], result.retry_after)
-            log.info("send to %s failed (%s); retrying in %.1fs", row["channel"], result.error, delay)
-            await self.db.execute(
-                "UPDATE outbox SET status = 'pending', attempts = attempts + 1, available_at = ?, error = ? "
-                "WHERE id = ?",
-                (time.time() + delay, result.error, row["id"]),
+        elif result.error_class is ErrorClass.TRANSIENT and row.attempts + 1 < self.settings.max_attempts:
+            delay = self._backoff(row.attempts, result.retry_after)
+            log.info("send to %s failed (%s); retrying in %.1fs", row.channel, result.error, delay)
+            await self.db.run_transaction(
+                retry_row, row.id, available_at=time.time() + delay, error=result.error
             )
-            return await self.db.fetchone(_NEXT_ROW, (row["thread_id"],))  # itself: its retry time
+            return await self.db.read(next_pending, row.thread_id)  # itself: its retry time
         status = "unknown" if result.error_class is ErrorClass.AMBIGUOUS else "failed"
-        log.error("send to %s %s: %s", row["channel"], status, result.error)
+        log.error("send to %s %s: %s", row.channel, status, result.error)
         return await self._finish(row, status, error=result.error)
 
     def _backoff(self, attempts: int, retry_after: float | None) -> float:
@@ -214,24 +165,20 @@ class Outbox:
 
     async def _finish(
         self,
-        row: aiosqlite.Row,
+        row: OutboxRow,
         status: str,
         *,
         platform_message_id: str | None = None,
         error: str | None = None,
-    ) -> aiosqlite.Row | None:
-        values = (status, platform_message_id, error, time.time(), row["id"])
+    ) -> OutboxRow | None:
+        now = time.time()
 
-        def finish(conn: sqlite3.Connection) -> sqlite3.Row | None:
-            conn.execute(
-                "UPDATE outbox SET status = ?, attempts = attempts + 1, platform_message_id = ?, error = ?, "
-                "sent_at = ? WHERE id = ?",
-                values,
-            )
-            return conn.execute(_NEXT_ROW, (row["thread_id"],)).fetchone()
+        def finish(conn: sqlite3.Connection) -> OutboxRow | None:
+            finish_row(conn, row.id, status, platform_message_id=platform_message_id, error=error, now=now)
+            return next_pending(conn, row.thread_id)
 
         following = await self.db.run_transaction(finish)
-        self.on_delivered(row["id"], row["thread_id"], status)
+        self.on_delivered(row.id, row.thread_id, status)
         return following
 
     async def flush(self, timeout: float) -> bool:

@@ -1,0 +1,172 @@
+"""The ``outbox`` table: one row per rendered chunk, delivered in order per thread.
+
+A row is ``pending`` until it is due (``available_at``), ``sending`` while a platform call
+that must not be repeated blindly is in flight, then ``sent``, ``failed`` or ``unknown``
+(the platform may or may not have it).
+
+Every function runs on the database thread, inside ``Database.run_transaction`` or
+``Database.read``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from connectors.base import RenderedChunk, ThreadKey
+from gateway.store.threads import key_of, topic_value
+
+__all__ = [
+    "OutboxRow",
+    "ThreadAddress",
+    "count_by_status",
+    "enqueue_chunks",
+    "finish_row",
+    "interrupted_rows",
+    "mark_sending",
+    "next_pending",
+    "retry_row",
+    "settle_interrupted",
+    "threads_with_pending",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadAddress:
+    """Where a thread's output goes: its row id and platform key."""
+
+    thread_id: int
+    key: ThreadKey
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """One chunk to deliver, and how far its delivery got."""
+
+    id: int
+    thread_id: int
+    channel: str
+    chat_id: str
+    topic: str
+    seq: int
+    format: str
+    text: str
+    plain: str
+    reply_to: str | None
+    status: str
+    attempts: int
+    available_at: float
+
+    @property
+    def key(self) -> ThreadKey:
+        return key_of(self.channel, self.chat_id, self.topic)
+
+
+_COLUMNS = "id, thread_id, channel, chat_id, topic, seq, format, text, plain, reply_to, status, attempts, available_at"
+
+
+def enqueue_chunks(
+    conn: sqlite3.Connection,
+    address: ThreadAddress,
+    chunks: Sequence[RenderedChunk],
+    *,
+    run_id: int | None = None,
+    message_id: int | None = None,
+    reply_to: str | None = None,
+) -> list[int]:
+    """One row per chunk, due now, in the caller's transaction; returns their ids. Only the
+    first chunk quotes ``reply_to``."""
+    now = time.time()
+    ids = []
+    for seq, chunk in enumerate(chunks):
+        (row_id,) = conn.execute(
+            "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
+            "text, plain, reply_to, available_at, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                address.thread_id,
+                run_id,
+                message_id,
+                address.key.channel,
+                address.key.chat_id,
+                topic_value(address.key),
+                seq,
+                chunk.format,
+                chunk.text,
+                chunk.plain,
+                reply_to if seq == 0 else None,
+                now,
+                now,
+            ),
+        ).fetchone()
+        ids.append(int(row_id))
+    return ids
+
+
+def next_pending(conn: sqlite3.Connection, thread_id: int) -> OutboxRow | None:
+    """The thread's next row to send (whether due yet or not)."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM outbox WHERE thread_id = ? AND status = 'pending' ORDER BY id LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    return None if row is None else OutboxRow(*row)
+
+
+def mark_sending(conn: sqlite3.Connection, row_id: int) -> None:
+    """The row's platform call is about to start: after a crash it is not resent blindly."""
+    conn.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row_id,))
+
+
+def retry_row(conn: sqlite3.Connection, row_id: int, *, available_at: float, error: str | None) -> None:
+    """A failed attempt: the row is pending again, due at ``available_at``."""
+    conn.execute(
+        "UPDATE outbox SET status = 'pending', attempts = attempts + 1, available_at = ?, error = ? WHERE id = ?",
+        (available_at, error, row_id),
+    )
+
+
+def finish_row(
+    conn: sqlite3.Connection,
+    row_id: int,
+    status: str,
+    *,
+    platform_message_id: str | None,
+    error: str | None,
+    now: float,
+) -> None:
+    """The row's delivery ended: ``sent`` (with the platform's id), ``failed`` or ``unknown``."""
+    conn.execute(
+        "UPDATE outbox SET status = ?, attempts = attempts + 1, platform_message_id = ?, error = ?, "
+        "sent_at = ? WHERE id = ?",
+        (status, platform_message_id, error, now, row_id),
+    )
+
+
+def interrupted_rows(conn: sqlite3.Connection) -> list[OutboxRow]:
+    """Rows a stop left in ``sending``."""
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM outbox WHERE status = 'sending' ORDER BY id").fetchall()
+    return [OutboxRow(*row) for row in rows]
+
+
+def settle_interrupted(conn: sqlite3.Connection, row_id: int, *, resend: bool, error: str | None) -> None:
+    """An interrupted row is ``pending`` again when resending is safe, else ``unknown`` with ``error``."""
+    conn.execute(
+        "UPDATE outbox SET status = ?, error = ? WHERE id = ?",
+        ("pending" if resend else "unknown", None if resend else error, row_id),
+    )
+
+
+def threads_with_pending(conn: sqlite3.Connection) -> list[int]:
+    """The threads that have rows to send."""
+    return [row[0] for row in conn.execute("SELECT DISTINCT thread_id FROM outbox WHERE status = 'pending'")]
+
+
+def count_by_status(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many rows are pending, sending, failed and unknown (statuses without rows are left out)."""
+    rows = conn.execute(
+        "SELECT status, COUNT(*) FROM outbox WHERE status IN ('pending', 'sending', 'failed', 'unknown') "
+        "GROUP BY status"
+    ).fetchall()
+    return {row[0]: row[1] for row in rows}
