@@ -14,6 +14,7 @@ import logging
 import os
 import signal
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,18 @@ def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:
     from connectors.discord_bot import DiscordConnector
 
     return DiscordConnector(settings, files_dir=files_dir)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolServices:
+    """What host tools may ask of the daemon (:class:`tools.base.HostServices`): posting into
+    a channel, and the delegation service the persona and sub-agent tools reach."""
+
+    poster: ChannelPoster
+    delegation: Delegation
+
+    async def send_to_channel(self, **kwargs: Any) -> dict[str, Any]:
+        return await self.poster.send_to_channel(**kwargs)
 
 
 class Gateway:
@@ -123,15 +136,6 @@ class Gateway:
             outbox=self.outbox,
             bindings=self.bindings,
         )
-        self.persona_mcp = self._persona_mcp()
-        self.host_tools = HostTools(
-            db=self.db,
-            settings=self.settings,
-            personas=self.personas,
-            bindings=self.bindings,
-            services=self.poster,
-            mcp=self.persona_mcp,
-        )
         self.delegation = Delegation(
             db=self.db,
             settings=self.settings,
@@ -139,6 +143,15 @@ class Gateway:
             notify=lambda thread_id: self.queue.notify(thread_id),
             park=lambda: self.queue.parked(),
             cancel_turn=lambda thread_id: self.queue.cancel(thread_id),
+        )
+        self.persona_mcp = self._persona_mcp()
+        self.host_tools = HostTools(
+            db=self.db,
+            settings=self.settings,
+            personas=self.personas,
+            bindings=self.bindings,
+            services=ToolServices(self.poster, self.delegation),
+            mcp=self.persona_mcp,
         )
         self.turns = TurnRunner(
             db=self.db,
