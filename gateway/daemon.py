@@ -68,10 +68,12 @@ def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:
 @dataclass(frozen=True, slots=True)
 class ToolServices:
     """What host tools may ask of the daemon (:class:`tools.base.HostServices`): posting into
-    a channel, and the delegation service the persona and sub-agent tools reach."""
+    a channel, the delegation service the persona tools reach and the sub-agent runner
+    ``subagent_invoke`` reaches."""
 
     poster: ChannelPoster
     delegation: Delegation
+    subagents: SubagentRunner
 
     async def send_to_channel(self, **kwargs: Any) -> dict[str, Any]:
         return await self.poster.send_to_channel(**kwargs)
@@ -150,7 +152,7 @@ class Gateway:
             settings=self.settings,
             personas=self.personas,
             bindings=self.bindings,
-            services=ToolServices(self.poster, self.delegation),
+            services=ToolServices(self.poster, self.delegation, self.subagents),
             mcp=self.persona_mcp,
         )
         self.turns = TurnRunner(
