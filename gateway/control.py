@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +21,7 @@ from connectors.console import ConsoleConnector
 from gateway.errors import RefusedError
 from gateway.events import EventBus
 from gateway.ndjson_socket import NDJSONServer, Reply
+from gateway.status import StatusReport
 
 log = logging.getLogger("talon.control")
 
@@ -34,13 +36,18 @@ class ControlTarget(Protocol):
 
     def console(self, name: str | None) -> ConsoleConnector | None: ...
 
-    async def status(self) -> dict[str, Any]: ...
+    async def status(self) -> StatusReport: ...
 
     async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
         """Post a notification; raises :class:`~gateway.errors.RefusedError` saying why it cannot."""
 
     async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
         """Ops added by other parts (host tools); False when unknown."""
+
+
+def status_reply(report: StatusReport) -> dict[str, Any]:
+    """``report`` as the ``status`` op's reply carries it (``talon status`` reads it)."""
+    return asdict(report)
 
 
 class ControlServer(NDJSONServer):
@@ -69,7 +76,7 @@ class ControlServer(NDJSONServer):
         if op == "ping":
             await reply({"type": "done", "pid": os.getpid()})
         elif op == "status":
-            await reply({"type": "done", "status": await self.target.status()})
+            await reply({"type": "done", "status": status_reply(await self.target.status())})
         elif op == "chat":
             await self._chat(req, reply)
         elif op == "attach":

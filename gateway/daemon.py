@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
-import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -35,12 +33,11 @@ from gateway.outbox import Outbox
 from gateway.personas import Persona
 from gateway.pipeline import Bindings, Pipeline
 from gateway.poster import ChannelPoster
-from gateway.queue import TurnQueue, dead_letters
+from gateway.queue import TurnQueue
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
+from gateway.status import StatusReport, StatusReporter
 from gateway.store.db import DB_FILE, Database, open_database
-from gateway.store.outbox import count_by_status as outbox_counts
-from gateway.store.queue import count_by_status as queue_counts
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
@@ -90,7 +87,6 @@ class Gateway:
         self.connectors: dict[str, Connector] = {}
         self.providers: dict[str, ModelProvider] = {}
         self.db: Database | None = None
-        self.started_at = time.time()
         self._lock = DataDirLock(prepare_data_dir(settings))
         self._control: ControlServer | None = None
         self._stopped = asyncio.Event()
@@ -186,6 +182,7 @@ class Gateway:
         )
         self.commands = ChatCommands(self.db, cancel=self.queue.cancel, notice=self.poster.notice)
         self.intake = Intake(self.pipeline, self.commands)
+        self.status_reporter = StatusReporter(self.db, self.connectors, self.queue)
         await self.outbox.recover()
         await self.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await self.queue.start()
@@ -234,22 +231,8 @@ class Gateway:
                 return connector
         return None
 
-    async def status(self) -> dict[str, Any]:
-        assert self.db is not None
-        queue = await self.db.read(queue_counts)
-        outbox = await self.db.read(outbox_counts)
-        return {
-            "pid": os.getpid(),
-            "uptime": round(time.time() - self.started_at, 1),
-            "channels": {
-                name: {"state": c.health.state, "detail": c.health.detail, "since": c.health.since}
-                for name, c in self.connectors.items()
-            },
-            "running_turns": self.queue.running_count,
-            "queue": queue,
-            "outbox": outbox,
-            "dead_letters": await dead_letters(self.db),
-        }
+    async def status(self) -> StatusReport:
+        return await self.status_reporter.report()
 
     async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
         """ControlTarget: ``talon send`` (:meth:`gateway.poster.ChannelPoster.notify`)."""

@@ -395,14 +395,14 @@ async def test_a_bad_token_fails_the_channel_but_the_gateway_runs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     async with discord_gateway(tmp_path, fake, model, token="stale-token-123", connected=False) as gw:
-        channels = (await gw.status())["channels"]
+        channels = (await gw.status()).channels
         turn = await say(gw, "still there?")
 
     state = channels[CHANNEL]
-    assert state["state"] == "failed"
-    assert state["detail"].startswith(f"{CHANNEL}: Discord rejected the bot token")
-    assert "DISCORD_BOT_TOKEN" in state["detail"]
-    assert "stale-token-123" not in state["detail"] and "stale-token-123" not in caplog.text
-    assert channels["console"]["state"] == "connected"
+    assert state.state == "failed"
+    assert state.detail.startswith(f"{CHANNEL}: Discord rejected the bot token")
+    assert "DISCORD_BOT_TOKEN" in state.detail
+    assert "stale-token-123" not in state.detail and "stale-token-123" not in caplog.text
+    assert channels["console"].state == "connected"
     assert turn.status == "completed" and turn.text == "re: still there?"
     assert fake.gateway.identifies == []

@@ -399,11 +399,11 @@ async def test_a_bad_token_fails_the_channel_but_not_the_gateway(
     async with FakeAnthropic() as model, FakeSlack() as slack:
         wrong = {"bot_token": "xoxb-0000-0000-wrong", "app_token": "xapp-1-A0-0000-wrong"}[token]
         async with slack_gateway(tmp_path, model, slack, **{token: wrong}) as gw:
-            channel = (await gw.status())["channels"][NAME]
+            channel = (await gw.status()).channels[NAME]
             turn = await say(gw, "still there?")
 
-    assert channel["state"] == "failed"
-    assert all(part in channel["detail"] for part in expected), channel["detail"]
-    assert wrong not in channel["detail"]  # the secret is not repeated back
+    assert channel.state == "failed"
+    assert all(part in channel.detail for part in expected), channel.detail
+    assert wrong not in channel.detail  # the secret is not repeated back
     assert slack.connections == 0
     assert turn.status == "completed" and turn.text == "echo: still there?"

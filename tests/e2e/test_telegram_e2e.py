@@ -328,7 +328,7 @@ async def test_flood_control_delays_the_reply_once_without_duplicate(
     assert accepted_at - refused_at >= 0.99
     assert texts(fake.sent_messages(USER)) == ["re: quick question"]
     assert len(model.requests) == 1
-    assert status["outbox"] == {} and status["channels"][CHANNEL]["state"] == "connected"
+    assert status.outbox == {} and status.channels[CHANNEL].state == "connected"
 
 
 # ---------------------------------------------------------------- redelivery
@@ -488,13 +488,13 @@ async def test_a_bad_token_fails_the_channel_but_the_gateway_runs(
     caplog.set_level(logging.DEBUG)
     bad_token = "7000001:stale-token-123"
     async with telegram_gateway(tmp_path, fake, model, token=bad_token) as gw:
-        channels = (await gw.status())["channels"]
+        channels = (await gw.status()).channels
         turn = await say(gw, "still there?")
 
     state = channels[CHANNEL]
-    assert state["state"] == "failed"
-    assert state["detail"].startswith(f"{CHANNEL}: Telegram rejected the bot token")
-    assert "TELEGRAM_BOT_TOKEN" in state["detail"]
-    assert bad_token not in state["detail"] and bad_token not in caplog.text
-    assert channels["console"]["state"] == "connected"
+    assert state.state == "failed"
+    assert state.detail.startswith(f"{CHANNEL}: Telegram rejected the bot token")
+    assert "TELEGRAM_BOT_TOKEN" in state.detail
+    assert bad_token not in state.detail and bad_token not in caplog.text
+    assert channels["console"].state == "connected"
     assert turn.status == "completed" and turn.text == "**re:** still there?"

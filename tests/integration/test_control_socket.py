@@ -15,6 +15,7 @@ import pytest
 from gateway.control import MAX_LINE, SOCKET_NAME, ControlServer
 from gateway.control_client import ControlClient
 from gateway.events import EventBus
+from gateway.status import StatusReport
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
@@ -27,8 +28,10 @@ class _Target:
     def console(self, name: str | None) -> None:
         return None
 
-    async def status(self) -> dict[str, Any]:
-        return {}
+    async def status(self) -> StatusReport:
+        return StatusReport(
+            pid=0, uptime=0.0, channels={}, running_turns=0, queue={}, outbox={}, dead_letters=[]
+        )
 
     async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
         return {}

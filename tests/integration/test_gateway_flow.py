@@ -131,7 +131,7 @@ async def test_transient_failures_retry_then_dead_letter_with_an_apology(tmp_pat
         assert turn.status == "failed"
         assert "couldn't answer" in turn.text
         assert len(fake.requests) == 3  # max_attempts in the test config
-        assert status["dead_letters"][0]["thread_id"] == turn.intake.thread_id
+        assert status.dead_letters[0].thread_id == turn.intake.thread_id
 
 
 async def test_a_transient_failure_then_success_delivers_one_reply(tmp_path: Path) -> None:

@@ -32,9 +32,9 @@ async def test_a_turn_that_raises_a_programming_error_is_tried_twice_then_dead_l
 
     assert len(fake.requests) == 2  # with max_attempts 5, a provider failure would get 5
     assert turn.status == "failed" and turn.text == INTERNAL
-    (dead,) = status["dead_letters"]
-    assert dead["thread_id"] == turn.intake.thread_id and dead["attempts"] == 2
-    assert dead["last_error"] == "internal error: KeyError: 'usage'"
+    (dead,) = status.dead_letters
+    assert dead.thread_id == turn.intake.thread_id and dead.attempts == 2
+    assert dead.last_error == "internal error: KeyError: 'usage'"
     logged = [
         r for r in caplog.records if r.exc_info and r.levelno >= logging.ERROR and r.name == "talon.queue"
     ]

@@ -1,0 +1,80 @@
+"""``talon status``: what the running gateway reports about itself, gathered from its parts.
+
+:class:`StatusReporter` reads the connectors' health, the queue's running turns and the
+database's counts into one :class:`StatusReport`; the control socket renders it for the
+wire (:func:`gateway.control.status_reply`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from connectors.base import Connector
+from gateway.queue import TurnQueue
+from gateway.store.db import Database
+from gateway.store.outbox import count_by_status as outbox_counts
+from gateway.store.queue import DeadLetter, dead_letters
+from gateway.store.queue import count_by_status as queue_counts
+
+__all__ = ["DEAD_LETTERS_SHOWN", "ChannelStatus", "StatusReport", "StatusReporter"]
+
+DEAD_LETTERS_SHOWN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelStatus:
+    """A channel's connection state and since when it holds."""
+
+    state: str
+    detail: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    """The gateway at one moment.
+
+    ``queue`` and ``outbox`` count items by status (statuses without items are left out);
+    ``dead_letters`` are the most recent ones, newest first.
+    """
+
+    pid: int
+    uptime: float
+    channels: dict[str, ChannelStatus]
+    running_turns: int
+    queue: dict[str, int]
+    outbox: dict[str, int]
+    dead_letters: list[DeadLetter]
+
+
+class StatusReporter:
+    """Assembles :class:`StatusReport` from the running parts; uptime counts from its creation.
+
+    Args:
+        db (:class:`gateway.store.db.Database`): The daemon's database.
+        connectors (Mapping[:obj:`str`, :class:`connectors.base.Connector`]): The channels by name.
+        queue (:class:`gateway.queue.TurnQueue`): The turn queue.
+    """
+
+    def __init__(self, db: Database, connectors: Mapping[str, Connector], queue: TurnQueue):
+        self.db = db
+        self.connectors = connectors
+        self.queue = queue
+        self.started_at = time.time()
+
+    async def report(self) -> StatusReport:
+        return StatusReport(
+            pid=os.getpid(),
+            uptime=round(time.time() - self.started_at, 1),
+            channels={
+                name: ChannelStatus(c.health.state, c.health.detail, c.health.since)
+                for name, c in self.connectors.items()
+            },
+            running_turns=self.queue.running_count,
+            queue=await self.db.read(queue_counts),
+            outbox=await self.db.read(outbox_counts),
+            dead_letters=await self.db.read(dead_letters, DEAD_LETTERS_SHOWN),
+        )
