@@ -62,7 +62,7 @@ async def run(rounds: int) -> dict[str, float]:
             await gw.warmed_up()  # SDK imports would steal the GIL mid-run
             settle_heap()  # as `talon run` does once warm
             model = InstantPersonas()
-            gw.providers["fake"] = model
+            gw.components.providers["fake"] = model
             for i in range(rounds):
                 turn = await say(gw, f"round {i}", thread=f"t{i % 20}")
                 assert turn.text == "done", turn.text

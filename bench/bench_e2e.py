@@ -46,8 +46,8 @@ async def run(threads: int, messages: int, rate: float | None = None) -> dict[st
         async with running_gateway(config) as gw:
             await gw.warmed_up()  # SDK imports would steal the GIL mid-run
             settle_heap()  # as `talon run` does once warm
-            gw.providers["fake"] = InstantModel()
-            console = gw.console(None)
+            gw.components.providers["fake"] = InstantModel()
+            console = gw.components.control.console(None)
             assert console is not None
             handed: dict[str, asyncio.Future[float]] = {}
             original_send = console.send

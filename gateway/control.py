@@ -12,9 +12,10 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from connectors.base import IntakeStatus
 from connectors.console import ConsoleConnector
@@ -23,26 +24,33 @@ from gateway.events import EventBus
 from gateway.ndjson_socket import NDJSONServer, Reply
 from gateway.status import StatusReport
 
+if TYPE_CHECKING:
+    from gateway.poster import Posted
+
 log = logging.getLogger("talon.control")
 
 SOCKET_NAME = "control.sock"
 MAX_LINE = 1_000_000
 
 
-class ControlTarget(Protocol):
-    """What the control server needs from the running gateway."""
+class StatusSource(Protocol):
+    """``talon status`` (:class:`gateway.status.StatusReporter`)."""
 
-    bus: EventBus
+    async def report(self) -> StatusReport: ...
 
-    def console(self, name: str | None) -> ConsoleConnector | None: ...
 
-    async def status(self) -> StatusReport: ...
+class Notifier(Protocol):
+    """``talon send`` (:class:`gateway.poster.ChannelPoster`)."""
 
-    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
+    async def notify(self, channel: str, chat: str | None, text: str) -> Posted:
         """Post a notification; raises :class:`~gateway.errors.RefusedError` saying why it cannot."""
 
-    async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
-        """Ops added by other parts (host tools); False when unknown."""
+
+class ControlExtension(Protocol):
+    """Ops another part adds to the socket (the host tools' ``host_tools_session``)."""
+
+    async def handle_control(self, request: dict[str, Any], reply: Reply) -> bool:
+        """Serve ``request`` when it is this part's op; False when it is not."""
 
 
 def status_reply(report: StatusReport) -> dict[str, Any]:
@@ -50,16 +58,49 @@ def status_reply(report: StatusReport) -> dict[str, Any]:
     return asdict(report)
 
 
+def notification_reply(posted: Posted) -> dict[str, Any]:
+    """What the ``send`` op answers for a posted notification (``talon send`` prints it)."""
+    return {"ok": True, "thread_id": posted.thread_id, "chunks": len(posted.outbox_ids)}
+
+
 class ControlServer(NDJSONServer):
-    """Serves the control ops for ``target`` on the socket at ``path``.
+    """Serves the control ops on the socket at ``path``.
 
     Requests on one connection are answered in order, each to its ``done`` or ``error``
     line; the next line is read once the one before it is answered.
+
+    Args:
+        path (:class:`pathlib.Path`): The socket, in the data dir.
+        bus (:class:`gateway.events.EventBus`): Where ``talon chat`` follows its turns.
+        consoles (Mapping[:obj:`str`, :class:`ConsoleConnector`]): The console channels by name,
+            in configuration order.
+        status (:class:`StatusSource`): Serves ``status``.
+        notifier (:class:`Notifier`): Serves ``send``.
+        extensions (Sequence[:class:`ControlExtension`], optional): Asked in turn for any other op.
     """
 
-    def __init__(self, path: Path, target: ControlTarget):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        bus: EventBus,
+        consoles: Mapping[str, ConsoleConnector],
+        status: StatusSource,
+        notifier: Notifier,
+        extensions: Sequence[ControlExtension] = (),
+    ):
         super().__init__(path, max_line=MAX_LINE)
-        self.target = target
+        self.bus = bus
+        self.consoles = consoles
+        self.status = status
+        self.notifier = notifier
+        self.extensions = tuple(extensions)
+
+    def console(self, name: str | None) -> ConsoleConnector | None:
+        """The console channel called ``name``, or the first one when ``name`` is None."""
+        if name is None:
+            return next(iter(self.consoles.values()), None)
+        return self.consoles.get(name)
 
     def encode(self, reply: dict[str, Any]) -> bytes:
         return json.dumps(reply, default=str).encode()
@@ -76,28 +117,34 @@ class ControlServer(NDJSONServer):
         if op == "ping":
             await reply({"type": "done", "pid": os.getpid()})
         elif op == "status":
-            await reply({"type": "done", "status": status_reply(await self.target.status())})
+            await reply({"type": "done", "status": status_reply(await self.status.report())})
         elif op == "chat":
             await self._chat(req, reply)
         elif op == "attach":
             await self._attach(req, reply)
         elif op == "send":
             await self._send(req, reply)
-        elif not await self.target.handle_extra(req, reply):
+        elif not await self._extended(req, reply):
             await reply({"type": "error", "error": f"unknown op {op!r}"})
+
+    async def _extended(self, req: dict[str, Any], reply: Reply) -> bool:
+        for extension in self.extensions:
+            if await extension.handle_control(req, reply):
+                return True
+        return False
 
     async def _send(self, req: dict[str, Any], reply: Reply) -> None:
         try:
-            result = await self.target.send_notification(
+            posted = await self.notifier.notify(
                 str(req.get("channel")), req.get("chat"), str(req.get("text", ""))
             )
         except RefusedError as exc:
             await reply({"type": "done", "ok": False, "error": str(exc)})
             return
-        await reply({"type": "done", **result})
+        await reply({"type": "done", **notification_reply(posted)})
 
     async def _chat(self, req: dict[str, Any], reply: Reply) -> None:
-        console = self.target.console(req.get("channel"))
+        console = self.console(req.get("channel"))
         if console is None:
             await reply(
                 {
@@ -136,7 +183,7 @@ class ControlServer(NDJSONServer):
             ):
                 await reply({"type": "done", "status": result.status.value})
                 return
-            with self.target.bus.subscribe(result.thread_id, inbox):
+            with self.bus.subscribe(result.thread_id, inbox):
                 await self._await_reply(result.message_id, inbox, reply)
 
     async def _await_reply(
@@ -158,7 +205,7 @@ class ControlServer(NDJSONServer):
         await reply({"type": "done", "status": ended["status"], "error": ended.get("error")})
 
     async def _attach(self, req: dict[str, Any], reply: Reply) -> None:
-        console = self.target.console(req.get("channel"))
+        console = self.console(req.get("channel"))
         if console is None:
             await reply({"type": "error", "error": "no console channel is configured"})
             return

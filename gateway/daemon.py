@@ -1,9 +1,13 @@
-"""Wires the parts together; owns the start and stop order.
+"""The wiring: :func:`build_components` creates the parts, :class:`Gateway` starts and stops them.
 
 Start: lock the data dir -> database (migrations) -> providers -> outbox recovery ->
-queue -> connectors (each may fail alone) -> control socket -> ready.
-Stop: control socket -> connectors (no new intake) -> running turns get the grace period
--> outbox flush -> close.
+host tools' bridge -> queue -> scheduler -> connectors (each may fail alone) -> control
+socket -> persona MCP servers -> ready.
+Stop: no new intake or control connections -> scheduler -> running turns get the grace
+period -> summarizer, persona MCP servers, host tools -> outbox flush -> control socket ->
+connectors -> providers -> database -> unlock.
+
+This is the one module of the core that names specific connectors and tools.
 """
 
 from __future__ import annotations
@@ -12,21 +16,22 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connectors.base import Connector, ConnectorStartError
 from connectors.console import ConsoleConnector
 from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, Settings
-from gateway.control import SOCKET_NAME, ControlServer, Reply
+from gateway.control import SOCKET_NAME, ControlServer
 from gateway.data_dir import DataDirLock, prepare_data_dir
 from gateway.delegation import Delegation
 from gateway.events import EventBus
 from gateway.heap import settle_heap
-from gateway.host_tools import HostTools
+from gateway.host_tools import HostTools, ToolServices
 from gateway.intake import Intake
 from gateway.intake_limits import IntakeLimits, channel_limits
 from gateway.outbox import Outbox
@@ -36,11 +41,16 @@ from gateway.poster import ChannelPoster
 from gateway.queue import TurnQueue
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
-from gateway.status import StatusReport, StatusReporter
+from gateway.status import StatusReporter
 from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
+
+if TYPE_CHECKING:
+    from gateway.persona_mcp import PersonaMcpManager
+
+__all__ = ["Components", "Gateway", "build_components", "build_connector", "run_daemon"]
 
 log = logging.getLogger("talon.daemon")
 
@@ -63,159 +73,213 @@ def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolServices:
-    """What host tools may ask of the daemon (:class:`tools.base.HostServices`): posting into
-    a channel, the delegation service the persona tools reach and the sub-agent runner
-    ``subagent_invoke`` reaches."""
+class Components:
+    """Every part of the running gateway, created together by :func:`build_components`."""
 
+    db: Database
+    bus: EventBus
+    bindings: Bindings
+    providers: dict[str, ModelProvider]
+    connectors: dict[str, Connector]
+    outbox: Outbox
     poster: ChannelPoster
-    delegation: Delegation
+    persona_mcp: PersonaMcpManager | None
+    tool_services: ToolServices
+    host_tools: HostTools
     subagents: SubagentRunner
+    summarizer: Summarizer | None
+    delegation: Delegation
+    turns: TurnRunner
+    queue: TurnQueue
+    scheduler: Scheduler
+    pipeline: Pipeline
+    intake: Intake
+    status: StatusReporter
+    control: ControlServer
 
-    async def send_to_channel(self, **kwargs: Any) -> dict[str, Any]:
-        return await self.poster.send_to_channel(**kwargs)
+
+def build_components(settings: Settings, personas: Mapping[str, Persona], db: Database) -> Components:
+    """Create every part on the open ``db``; nothing starts (:meth:`Gateway.start` does that)."""
+    from gateway.runtime.providers import build_provider
+
+    files = settings.data_path / "files"
+    bus = EventBus()
+    bindings = Bindings(settings.bindings, personas)
+    providers = {name: build_provider(name, p) for name, p in settings.providers.items()}
+    subagents = SubagentRunner.from_settings(settings, providers, personas=personas)
+    summarizer = (
+        Summarizer(
+            db,
+            subagents,
+            context_tokens=settings.agent.context_tokens,
+            share=settings.subagents.summarize_share,
+        )
+        if settings.subagents.summarize
+        else None
+    )
+    connectors = {ch.name: build_connector(ch, files) for ch in settings.channels}
+    outbox = Outbox(db, connectors, settings.outbox)
+    poster = ChannelPoster(db=db, settings=settings, connectors=connectors, outbox=outbox, bindings=bindings)
+    persona_mcp = _persona_mcp(settings, personas)
+    # The queue runs the turns that delegation follows: these close over it, built below.
+    delegation = Delegation(
+        db=db,
+        settings=settings,
+        personas=personas,
+        notify=lambda thread_id: queue.notify(thread_id),
+        park=lambda: queue.parked(),
+        cancel_turn=lambda thread_id: queue.cancel(thread_id),
+    )
+    tool_services = ToolServices(poster, delegation, subagents)
+    host_tools = HostTools(
+        db=db,
+        settings=settings,
+        personas=personas,
+        bindings=bindings,
+        services=tool_services,
+        mcp=persona_mcp,
+    )
+    turns = TurnRunner(
+        db=db,
+        settings=settings,
+        personas=personas,
+        providers=providers,
+        connectors=connectors,
+        outbox=outbox,
+        poster=poster,
+        bus=bus,
+        tools=host_tools,
+        schedule_results=partial(record_result, db),
+        hooks=[delegation],
+        summarizer=summarizer,
+    )
+    queue = TurnQueue(db, settings.queue, turns)
+    scheduler = Scheduler(
+        db,
+        default_timezone=settings.timezone,
+        grace_seconds=settings.scheduler.grace_seconds,
+        on_enqueued=queue.notify,
+        personas=personas,
+    )
+    pipeline = Pipeline(
+        db,
+        bindings,
+        limits=IntakeLimits(files, channel_limits(settings.channels)),
+        on_queued=queue.notify,
+        notice=poster.notice,
+    )
+    intake = Intake(pipeline, ChatCommands(db, cancel=queue.cancel, notice=poster.notice))
+    status = StatusReporter(db, connectors, queue)
+    control = ControlServer(
+        settings.data_path / SOCKET_NAME,
+        bus=bus,
+        consoles={name: c for name, c in connectors.items() if isinstance(c, ConsoleConnector)},
+        status=status,
+        notifier=poster,
+        extensions=[host_tools],
+    )
+    return Components(
+        db=db,
+        bus=bus,
+        bindings=bindings,
+        providers=providers,
+        connectors=connectors,
+        outbox=outbox,
+        poster=poster,
+        persona_mcp=persona_mcp,
+        tool_services=tool_services,
+        host_tools=host_tools,
+        subagents=subagents,
+        summarizer=summarizer,
+        delegation=delegation,
+        turns=turns,
+        queue=queue,
+        scheduler=scheduler,
+        pipeline=pipeline,
+        intake=intake,
+        status=status,
+        control=control,
+    )
+
+
+def _persona_mcp(settings: Settings, personas: Mapping[str, Persona]) -> PersonaMcpManager | None:
+    """Persona MCP servers, when any persona declares one (the mcp client loads only then)."""
+    if not any(p.mcp_servers for p in personas.values()):
+        return None
+    from gateway.persona_mcp import PersonaMcpManager
+
+    return PersonaMcpManager(settings, personas)
 
 
 class Gateway:
-    """The running daemon."""
+    """The running daemon: starts the parts in order, stops them in reverse.
 
-    def __init__(self, settings: Settings, personas: dict[str, Persona]):
+    Args:
+        settings (:class:`gateway.config.Settings`): The loaded ``talon.yaml``.
+        personas (Mapping[:obj:`str`, :class:`gateway.personas.Persona`]): The loaded personas.
+    """
+
+    def __init__(self, settings: Settings, personas: Mapping[str, Persona]):
         self.settings = settings
         self.personas = personas
-        self.bus = EventBus()
-        self.bindings = Bindings(settings.bindings, personas)
-        self.connectors: dict[str, Connector] = {}
-        self.providers: dict[str, ModelProvider] = {}
-        self.db: Database | None = None
         self._lock = DataDirLock(prepare_data_dir(settings))
-        self._control: ControlServer | None = None
+        self._components: Components | None = None
         self._stopped = asyncio.Event()
         self._scheduler_task: asyncio.Task[None] | None = None
-        self.host_tools: HostTools | None = None
         self._warm_up: list[asyncio.Task[Any]] = []
-        self.summarizer: Summarizer | None = None
-        self.persona_mcp: Any = None
+
+    @property
+    def components(self) -> Components:
+        """The parts, from :meth:`start` on.
+
+        Raises:
+            RuntimeError: The gateway has not started.
+        """
+        if self._components is None:
+            raise RuntimeError("the gateway has not started")
+        return self._components
 
     # ------------------------------------------------------------ start
 
     async def start(self) -> None:
-        data = self.settings.data_path
+        """Start in order; on any failure, stop what started and raise."""
         self._lock.acquire()
         try:
-            await self._start_core(data)
+            db = await open_database(self.settings.data_path / DB_FILE)
+            try:
+                self._components = build_components(self.settings, self.personas, db)
+            except BaseException:
+                await db.close()
+                raise
+            await self._start_parts(self._components)
         except BaseException:
             await self.close()
             raise
 
-    async def _start_core(self, data: Path) -> None:
-        from gateway.runtime.providers import build_provider
-
-        self.db = await open_database(data / DB_FILE)
-        self.providers = {name: build_provider(name, p) for name, p in self.settings.providers.items()}
-        used = {p.provider for p in self.personas.values()}
-        self.subagents = SubagentRunner.from_settings(self.settings, self.providers, personas=self.personas)
-        self.summarizer = (
-            Summarizer(
-                self.db,
-                self.subagents,
-                context_tokens=self.settings.agent.context_tokens,
-                share=self.settings.subagents.summarize_share,
-            )
-            if self.settings.subagents.summarize
-            else None
+    async def _start_parts(self, c: Components) -> None:
+        await c.outbox.recover()
+        await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
+        await c.queue.start()
+        self._scheduler_task = asyncio.create_task(c.scheduler.run(self._stopped), name="scheduler")
+        await asyncio.gather(
+            *(self._start_connector(connector, c.intake) for connector in c.connectors.values())
         )
-        for ch in self.settings.channels:
-            self.connectors[ch.name] = build_connector(ch, data / "files")
-        self.outbox = Outbox(self.db, self.connectors, self.settings.outbox)
-        self.poster = ChannelPoster(
-            db=self.db,
-            settings=self.settings,
-            connectors=self.connectors,
-            outbox=self.outbox,
-            bindings=self.bindings,
-        )
-        self.delegation = Delegation(
-            db=self.db,
-            settings=self.settings,
-            personas=self.personas,
-            notify=lambda thread_id: self.queue.notify(thread_id),
-            park=lambda: self.queue.parked(),
-            cancel_turn=lambda thread_id: self.queue.cancel(thread_id),
-        )
-        self.persona_mcp = self._persona_mcp()
-        self.host_tools = HostTools(
-            db=self.db,
-            settings=self.settings,
-            personas=self.personas,
-            bindings=self.bindings,
-            services=ToolServices(self.poster, self.delegation, self.subagents),
-            mcp=self.persona_mcp,
-        )
-        self.turns = TurnRunner(
-            db=self.db,
-            settings=self.settings,
-            personas=self.personas,
-            providers=self.providers,
-            connectors=self.connectors,
-            outbox=self.outbox,
-            poster=self.poster,
-            bus=self.bus,
-            tools=self.host_tools,
-            schedule_results=partial(record_result, self.db),
-            hooks=[self.delegation],
-            summarizer=self.summarizer,
-        )
-        self.queue = TurnQueue(self.db, self.settings.queue, self.turns)
-        self.scheduler = Scheduler(
-            self.db,
-            default_timezone=self.settings.timezone,
-            grace_seconds=self.settings.scheduler.grace_seconds,
-            on_enqueued=self.queue.notify,
-            personas=self.personas,
-        )
-        self.pipeline = Pipeline(
-            self.db,
-            self.bindings,
-            limits=IntakeLimits(data / "files", channel_limits(self.settings.channels)),
-            on_queued=self.queue.notify,
-            notice=self.poster.notice,
-        )
-        self.commands = ChatCommands(self.db, cancel=self.queue.cancel, notice=self.poster.notice)
-        self.intake = Intake(self.pipeline, self.commands)
-        self.status_reporter = StatusReporter(self.db, self.connectors, self.queue)
-        await self.outbox.recover()
-        await self.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
-        await self.queue.start()
-        self._scheduler_task = asyncio.create_task(self.scheduler.run(self._stopped), name="scheduler")
-        await asyncio.gather(*(self._start_connector(c) for c in self.connectors.values()))
-        self._control = ControlServer(data / SOCKET_NAME, self)
-        await self._control.start()
-        if self.persona_mcp is not None:
-            await self.persona_mcp.start()  # returns at once; servers start in the background
+        await c.control.start()
+        if c.persona_mcp is not None:
+            await c.persona_mcp.start()  # returns at once; servers start in the background
         # Import the SDKs the personas use now, off the loop, so the first turn doesn't wait.
-        self._warm_up = [asyncio.create_task(self.providers[name].warm_up()) for name in used]
+        used = {p.provider for p in self.personas.values()}
+        self._warm_up = [asyncio.create_task(c.providers[name].warm_up()) for name in used]
         log.info(
             "talon ready: %d channels, %d personas, data in %s",
-            len(self.connectors),
+            len(c.connectors),
             len(self.personas),
-            data,
+            self.settings.data_path,
         )
 
-    async def warmed_up(self) -> None:
-        """Returns when the model SDKs the personas use are imported."""
-        await asyncio.gather(*self._warm_up, return_exceptions=True)
-
-    def _persona_mcp(self) -> Any:
-        """Persona MCP servers, when any persona declares one (the mcp client loads only then)."""
-        if not any(p.mcp_servers for p in self.personas.values()):
-            return None
-        from gateway.persona_mcp import PersonaMcpManager
-
-        return PersonaMcpManager(self.settings, self.personas)
-
-    async def _start_connector(self, connector: Connector) -> None:
+    async def _start_connector(self, connector: Connector, intake: Intake) -> None:
         try:
-            await connector.start(self.intake)
+            await connector.start(intake)
         except ConnectorStartError as exc:
             connector.health.set("failed", str(exc))
             log.error("channel %s did not start: %s", connector.name, exc)
@@ -223,26 +287,9 @@ class Gateway:
             connector.health.set("failed", f"{type(exc).__name__}: {exc}")
             log.exception("channel %s did not start", connector.name)
 
-    # ------------------------------------------------------------ control target
-
-    def console(self, name: str | None) -> ConsoleConnector | None:
-        for connector in self.connectors.values():
-            if isinstance(connector, ConsoleConnector) and (name is None or connector.name == name):
-                return connector
-        return None
-
-    async def status(self) -> StatusReport:
-        return await self.status_reporter.report()
-
-    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
-        """ControlTarget: ``talon send`` (:meth:`gateway.poster.ChannelPoster.notify`)."""
-        posted = await self.poster.notify(channel, chat, text)
-        return {"ok": True, "thread_id": posted.thread_id, "chunks": len(posted.outbox_ids)}
-
-    async def handle_extra(self, request: dict[str, Any], reply: Reply) -> bool:
-        if self.host_tools is None:
-            return False
-        return await self.host_tools.handle_control(request, reply)
+    async def warmed_up(self) -> None:
+        """Returns when the model SDKs the personas use are imported."""
+        await asyncio.gather(*self._warm_up, return_exceptions=True)
 
     # ------------------------------------------------------------ stop
 
@@ -254,38 +301,36 @@ class Gateway:
 
     async def close(self) -> None:
         """Stop intake, let running turns finish (or release them), flush, disconnect."""
-        if hasattr(self, "intake"):
-            self.intake.close()
-        if self._control:
-            self._control.stop_listening()
+        c = self._components
+        if c is not None:
+            c.intake.close()
+            c.control.stop_listening()
         self._stopped.set()
         if self._scheduler_task:
             await asyncio.gather(self._scheduler_task, return_exceptions=True)
-        if hasattr(self, "queue"):
-            await self.queue.stop(self.settings.shutdown_grace)
-        if self.summarizer is not None:
-            await self.summarizer.aclose()
-        if self.persona_mcp is not None:
-            await self.persona_mcp.stop()
-        if self.host_tools is not None:
-            await self.host_tools.stop()  # after the turns, before the outbox's last flush
-        if hasattr(self, "outbox"):
-            if not await self.outbox.flush(max(1.0, self.settings.shutdown_grace)):
-                log.warning("outbox not fully flushed; the rest is delivered after the next start")
-            await self.outbox.close()
-        if self._control:
-            await self._control.stop()
-        for connector in self.connectors.values():
+        if c is not None:
+            await self._close_parts(c)
+        self._lock.release()
+
+    async def _close_parts(self, c: Components) -> None:
+        await c.queue.stop(self.settings.shutdown_grace)
+        if c.summarizer is not None:
+            await c.summarizer.aclose()
+        if c.persona_mcp is not None:
+            await c.persona_mcp.stop()
+        await c.host_tools.stop()  # after the turns, before the outbox's last flush
+        if not await c.outbox.flush(max(1.0, self.settings.shutdown_grace)):
+            log.warning("outbox not fully flushed; the rest is delivered after the next start")
+        await c.outbox.close()
+        await c.control.stop()
+        for connector in c.connectors.values():
             with contextlib.suppress(Exception):
                 await connector.stop()
         await self.warmed_up()
-        for provider in self.providers.values():
+        for provider in c.providers.values():
             with contextlib.suppress(Exception):
                 await provider.aclose()
-        if self.db:
-            await self.db.close()
-            self.db = None
-        self._lock.release()
+        await c.db.close()
 
 
 async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:

@@ -1,6 +1,6 @@
 """The host tools inside the daemon: bridge, bridge socket, per-turn toolboxes, MCP sessions.
 
-:class:`HostTools` is what :class:`gateway.daemon.Gateway` wires:
+:class:`HostTools` is what :func:`gateway.daemon.build_components` wires:
 
 - as the turn runner's ``TurnTools``: :meth:`HostTools.toolbox` registers the run's
   identity with the bridge and returns the turn's :class:`RunToolBox` (calls go straight to
@@ -9,6 +9,8 @@
 - as the bridge socket's owner (``<data_dir>/bridge.sock``) for ``talon mcp host-tools``;
 - as the handler of the control op ``host_tools_session``: an ad-hoc MCP session for a
   persona on a thread, alive while the control connection stays open.
+
+:class:`ToolServices` is what the tools may ask of the daemon beyond the database.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,9 +42,12 @@ from tools.bridge_server import SOCKET_NAME, BridgeServer
 from tools.instruction_files import ToolInstructions
 
 if TYPE_CHECKING:
+    from gateway.delegation import Delegation
     from gateway.persona_mcp import PersonaMcpManager
+    from gateway.poster import ChannelPoster
+    from gateway.subagents.runner import SubagentRunner
 
-__all__ = ["SESSION_OP", "HostTools", "RunToolBox", "SessionError"]
+__all__ = ["SESSION_OP", "HostTools", "RunToolBox", "SessionError", "ToolServices"]
 
 log = logging.getLogger("talon.host_tools")
 
@@ -56,6 +62,20 @@ _GOODBYE_POLL = 0.02
 
 class SessionError(RefusedError):
     """An ad-hoc session cannot be opened; the message says what to change."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolServices:
+    """What host tools may ask of the daemon (:class:`tools.base.HostServices`): posting into
+    a channel, the delegation service the persona tools reach and the sub-agent runner
+    ``subagent_invoke`` reaches."""
+
+    poster: ChannelPoster
+    delegation: Delegation
+    subagents: SubagentRunner
+
+    async def send_to_channel(self, **kwargs: Any) -> dict[str, Any]:
+        return await self.poster.send_to_channel(**kwargs)
 
 
 class RunToolBox:

@@ -81,13 +81,13 @@ class Turn:
 
 async def say(gateway: Gateway, text: str, *, thread: str = "main", timeout: float = 30.0, **kw: Any) -> Turn:
     """Send a console message and wait until its turn ended and the reply was delivered."""
-    console = gateway.console(None)
+    console = gateway.components.control.console(None)
     assert console is not None
     inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     with console.attach(thread, inbox):
         result = await console.submit(thread, text, **kw)
         assert result.thread_id is not None
-        with gateway.bus.subscribe(result.thread_id, inbox):
+        with gateway.components.bus.subscribe(result.thread_id, inbox):
             return await _collect(inbox, result, timeout)
 
 

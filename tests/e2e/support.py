@@ -34,8 +34,7 @@ async def wait_until_stored(gw: Gateway, text: str, timeout: float = 5.0) -> Non
     """Until a message with exactly this text is in the database."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    assert gw.db is not None
-    while not await gw.db.fetchall("SELECT id FROM messages WHERE text = ?", (text,)):
+    while not await gw.components.db.fetchall("SELECT id FROM messages WHERE text = ?", (text,)):
         if loop.time() > deadline:
             raise AssertionError(f"{text!r} was not stored")
         await asyncio.sleep(0.02)

@@ -76,7 +76,7 @@ async def discord_gateway(
     )
     async with running_gateway(config) as gw:
         if connected:
-            connector = gw.connectors[CHANNEL]
+            connector = gw.components.connectors[CHANNEL]
             await wait_until(lambda: connector.health.state == "connected", 5.0, "discord connected")
         yield gw
 
@@ -194,7 +194,7 @@ async def test_a_long_answer_arrives_as_valid_messages_in_order(
     text = long_answer()
     model.script(Reply(text=text, chunks=[text[i : i + 1000] for i in range(0, len(text), 1000)]))
     async with discord_gateway(tmp_path, fake, model) as gw:
-        expected = gw.connectors[CHANNEL].render(text)
+        expected = gw.components.connectors[CHANNEL].render(text)
         asked = fake.inject_message(
             fake.channel_id, "write the release notes", author_id=fake.user_id, mention_bot=True
         )
@@ -262,16 +262,17 @@ async def test_a_replayed_message_create_is_answered_once(
         fake.replay_on_resume(asked)  # and replayed once more by a RESUME
         await fake.disconnect_all()
         await fake.wait_for_ready(resumes=1)
-        connector = gw.connectors[CHANNEL]
+        connector = gw.components.connectors[CHANNEL]
         await wait_until(lambda: connector.health.state == "connected", 5.0, "connected again")
         # messages of one channel are handled in order, so this one comes after the copies
         fake.inject_message(fake.channel_id, "and this one", author_id=fake.user_id, mention_bot=True)
         await fake.wait_for_sent(fake.channel_id, 2)
         await asyncio.sleep(0.3)
 
-        assert gw.db is not None
-        users = await gw.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
-        copies = await gw.db.fetchall("SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (asked,))
+        users = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
+        copies = await gw.components.db.fetchall(
+            "SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (asked,)
+        )
 
     assert contents(fake.sent(fake.channel_id)) == ["re: count me once", "re: and this one"]
     assert len(model.requests) == 2
@@ -301,10 +302,9 @@ async def test_an_unauthorized_user_gets_nothing_and_nothing_is_stored(
         await wait_until(lambda: len(refusals()) >= 2, 5.0, "two refusals")
         await asyncio.sleep(0.3)
 
-        assert gw.db is not None
-        messages = await gw.db.fetchall("SELECT id FROM messages")
-        threads = await gw.db.fetchall("SELECT id FROM threads")
-        events = await gw.db.fetchall("SELECT event_id FROM inbox_dedupe")
+        messages = await gw.components.db.fetchall("SELECT id FROM messages")
+        threads = await gw.components.db.fetchall("SELECT id FROM threads")
+        events = await gw.components.db.fetchall("SELECT event_id FROM inbox_dedupe")
 
     assert messages == [] and threads == [] and events == []
     assert fake.sent(fake.dm_channel_id) == [] and fake.sent(fake.channel_id) == []
@@ -349,11 +349,11 @@ async def test_a_notification_is_posted_to_the_home_chat(
     tmp_path: Path, fake: FakeDiscord, model: FakeAnthropic
 ) -> None:
     async with discord_gateway(tmp_path, fake, model, home_chat=fake.channel_id) as gw:
-        result = await gw.send_notification(CHANNEL, None, "**deploy** done")
+        result = await gw.components.poster.notify(CHANNEL, None, "**deploy** done")
         (posted,) = await fake.wait_for_sent(fake.channel_id, 1)
         await asyncio.sleep(0.2)
 
-    assert result["ok"] is True and result["chunks"] == 1
+    assert len(result.outbox_ids) == 1
     assert contents(fake.sent(fake.channel_id)) == ["**deploy** done"]
     assert reference(posted) is None
     assert posted["allowed_mentions"] == {"parse": []}
@@ -367,7 +367,7 @@ async def test_a_notification_is_in_the_context_after_earlier_conversation(
     async with discord_gateway(tmp_path, fake, model, home_chat=fake.channel_id) as gw:
         fake.inject_message(fake.channel_id, "ship it", author_id=fake.user_id, mention_bot=True)
         await fake.wait_for_sent(fake.channel_id, 1)
-        await gw.send_notification(CHANNEL, None, "**deploy** done")
+        await gw.components.poster.notify(CHANNEL, None, "**deploy** done")
         await fake.wait_for_sent(fake.channel_id, 2)
         fake.inject_message(fake.channel_id, "what happened?", author_id=fake.user_id, mention_bot=True)
         await fake.wait_for_sent(fake.channel_id, 3)
@@ -379,7 +379,7 @@ async def test_a_notification_that_opens_a_thread_is_in_the_next_turns_context(
     tmp_path: Path, fake: FakeDiscord, model: FakeAnthropic
 ) -> None:
     async with discord_gateway(tmp_path, fake, model, home_chat=fake.channel_id) as gw:
-        await gw.send_notification(CHANNEL, None, "**deploy** done")
+        await gw.components.poster.notify(CHANNEL, None, "**deploy** done")
         await fake.wait_for_sent(fake.channel_id, 1)
         fake.inject_message(fake.channel_id, "what happened?", author_id=fake.user_id, mention_bot=True)
         await fake.wait_for_sent(fake.channel_id, 2)
@@ -395,7 +395,7 @@ async def test_a_bad_token_fails_the_channel_but_the_gateway_runs(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     async with discord_gateway(tmp_path, fake, model, token="stale-token-123", connected=False) as gw:
-        channels = (await gw.status()).channels
+        channels = (await gw.components.status.report()).channels
         turn = await say(gw, "still there?")
 
     state = channels[CHANNEL]

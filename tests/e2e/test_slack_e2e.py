@@ -77,7 +77,7 @@ async def slack_gateway(
     )
     sockets_before = slack.connections
     async with running_gateway(config) as gw:
-        connector = gw.connectors[NAME]
+        connector = gw.components.connectors[NAME]
         if connector.health.state == "connected":
             if mode == "http":
                 slack.events_url = getattr(connector, "events_url", None)
@@ -89,14 +89,13 @@ async def slack_gateway(
 
 async def settled(gw: Gateway, timeout: float = WAIT) -> None:
     """Wait until no turn is queued or running and nothing waits in the outbox."""
-    assert gw.db is not None
     deadline = time.monotonic() + timeout
     while True:
-        row = await gw.db.fetchone(
+        row = await gw.components.db.fetchone(
             "SELECT (SELECT COUNT(*) FROM queue_items WHERE status IN ('pending', 'leased')) "
             "+ (SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'sending')) AS busy"
         )
-        if row["busy"] == 0 and gw.queue.running_count == 0:
+        if row["busy"] == 0 and gw.components.queue.running_count == 0:
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"the gateway did not settle within {timeout}s")
@@ -125,8 +124,7 @@ async def all_acked(slack: FakeSlack) -> None:
 
 
 async def user_texts(gw: Gateway) -> list[str]:
-    assert gw.db is not None
-    rows = await gw.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
+    rows = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
     return [r["text"] for r in rows]
 
 
@@ -240,8 +238,7 @@ async def test_a_long_answer_arrives_as_ordered_valid_chunks(
             await slack.inject_message(DM, "write the report", user=ADA)
             await slack.wait_for_posted(DM, messages, timeout=WAIT)
             await settled(gw)
-            assert gw.db is not None
-            rows = await gw.db.fetchall("SELECT status, plain FROM outbox ORDER BY id")
+            rows = await gw.components.db.fetchall("SELECT status, plain FROM outbox ORDER BY id")
 
     posted = slack.posted(DM)
     assert len(posted) == len(rows) == messages and {r["status"] for r in rows} == {"sent"}
@@ -322,10 +319,9 @@ async def test_an_unauthorized_user_gets_nothing_and_nothing_is_stored(
             ts = await slack.inject_message(DM, "let me in", user="U0STRANGE")
             await acked(slack, envelope_of(slack, DM, ts))  # acknowledged: Slack won't retry it
             await settled(gw)
-            assert gw.db is not None
-            threads = await gw.db.fetchall("SELECT * FROM threads")
-            messages = await gw.db.fetchall("SELECT * FROM messages")
-            seen = await gw.db.fetchall("SELECT * FROM inbox_dedupe")
+            threads = await gw.components.db.fetchall("SELECT * FROM threads")
+            messages = await gw.components.db.fetchall("SELECT * FROM messages")
+            seen = await gw.components.db.fetchall("SELECT * FROM inbox_dedupe")
             records = list(caplog.records)
 
     assert (threads, messages, seen) == ([], [], [])
@@ -366,15 +362,14 @@ async def test_the_working_reaction_shows_while_the_model_is_slow(tmp_path: Path
 async def test_a_notification_goes_to_the_home_chat(tmp_path: Path) -> None:
     async with FakeAnthropic() as model, FakeSlack() as slack:
         async with slack_gateway(tmp_path, model, slack, home_chat=ALERTS) as gw:
-            result = await gw.send_notification(NAME, None, "**deploy** done")
+            result = await gw.components.poster.notify(NAME, None, "**deploy** done")
             [posted] = await slack.wait_for_posted(ALERTS, 1, timeout=WAIT)
             await settled(gw)
-            assert gw.db is not None
-            stored = await gw.db.fetchall(
+            stored = await gw.components.db.fetchall(
                 "SELECT m.role, m.text, t.chat_id FROM messages m JOIN threads t ON t.id = m.thread_id"
             )
 
-    assert result["ok"] is True and result["chunks"] == 1
+    assert len(result.outbox_ids) == 1
     assert posted.text == "*deploy* done" and posted.mrkdwn is True
     assert posted.thread_ts is None
     # Kept on the home chat's thread, so the persona there sees it later.
@@ -399,7 +394,7 @@ async def test_a_bad_token_fails_the_channel_but_not_the_gateway(
     async with FakeAnthropic() as model, FakeSlack() as slack:
         wrong = {"bot_token": "xoxb-0000-0000-wrong", "app_token": "xapp-1-A0-0000-wrong"}[token]
         async with slack_gateway(tmp_path, model, slack, **{token: wrong}) as gw:
-            channel = (await gw.status()).channels[NAME]
+            channel = (await gw.components.status.report()).channels[NAME]
             turn = await say(gw, "still there?")
 
     assert channel.state == "failed"

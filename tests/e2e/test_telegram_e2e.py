@@ -171,8 +171,7 @@ async def test_each_forum_topic_is_its_own_thread(
         )
         sent = await fake.wait_for_sent(FORUM, 3, timeout=REPLY)
 
-        assert gw.db is not None
-        threads = await gw.db.fetchall(
+        threads = await gw.components.db.fetchall(
             "SELECT chat_id, topic, chat_type FROM threads WHERE channel = ? ORDER BY id", (CHANNEL,)
         )
 
@@ -200,8 +199,7 @@ async def test_stop_from_the_chat_cancels_a_slow_turn(
 
         (stopped,) = await fake.wait_for_sent(USER, 1, timeout=REPLY)
         await asyncio.sleep(0.3)
-        assert gw.db is not None
-        runs = await gw.db.fetchall("SELECT status FROM runs")
+        runs = await gw.components.db.fetchall("SELECT status FROM runs")
 
     assert stopped.text == "Stopped."
     assert texts(fake.sent_messages(USER)) == ["Stopped."]  # the late answer never arrives
@@ -215,7 +213,7 @@ async def test_a_chunk_telegram_cannot_parse_is_resent_as_plain_text(
     markdown = "**deploy** finished with `exit 0` & <no> errors"
     model.script(Reply(text=markdown))
     async with telegram_gateway(tmp_path, fake, model) as gw:
-        (chunk,) = gw.connectors[CHANNEL].render(markdown)
+        (chunk,) = gw.components.connectors[CHANNEL].render(markdown)
         fake.fail_next(
             "sendMessage",
             400,
@@ -273,7 +271,7 @@ async def test_a_long_answer_arrives_as_valid_chunks_in_order(
     text = long_answer()
     model.script(Reply(text=text, chunks=[text[i : i + 1000] for i in range(0, len(text), 1000)]))
     async with telegram_gateway(tmp_path, fake, model) as gw:
-        expected = gw.connectors[CHANNEL].render(text)
+        expected = gw.components.connectors[CHANNEL].render(text)
         asked = fake.inject_message(GROUP, f"{BOT} write the release notes", user_id=USER, chat_type="group")
         await fake.wait_for_sent(GROUP, len(expected), timeout=REPLY)
         await asyncio.sleep(0.2)
@@ -321,7 +319,7 @@ async def test_flood_control_delays_the_reply_once_without_duplicate(
 
         (reply,) = await fake.wait_for_sent(USER, 1, timeout=REPLY)
         await asyncio.sleep(0.3)
-        status = await gw.status()
+        status = await gw.components.status.report()
 
     refused_at, accepted_at = fake.call_times_of("sendMessage")
     assert reply.sent_at - refused_at >= 0.99  # Telegram's retry_after, not the 0.05 s backoff
@@ -350,9 +348,10 @@ async def test_an_update_redelivered_after_a_restart_is_answered_once(
         await fake.wait_for_sent(USER, 2, timeout=REPLY)
         await asyncio.sleep(0.3)
 
-        assert gw.db is not None
-        users = await gw.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
-        copies = await gw.db.fetchall("SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (str(update),))
+        users = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
+        copies = await gw.components.db.fetchall(
+            "SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (str(update),)
+        )
 
     assert texts(fake.sent_messages(USER)) == ["re: count me once", "re: and this one"]
     assert len(model.requests) == 2
@@ -379,8 +378,7 @@ async def test_a_webhook_update_posted_again_is_answered_once(
         await fake.wait_for_sent(USER, 2, timeout=REPLY)
         await asyncio.sleep(0.3)
 
-        assert gw.db is not None
-        users = await gw.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
+        users = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
 
     assert fake.calls_to("getUpdates") == []  # it really ran on the webhook
     assert texts(fake.sent_messages(USER)) == ["re: count me once", "re: and this one"]
@@ -411,10 +409,9 @@ async def test_an_unauthorized_user_gets_nothing_and_nothing_is_stored(
         await wait_until(lambda: not fake.pending_update_ids(), 5.0, "both updates acknowledged")
         await asyncio.sleep(0.3)
 
-        assert gw.db is not None
-        messages = await gw.db.fetchall("SELECT id FROM messages")
-        threads = await gw.db.fetchall("SELECT id FROM threads")
-        events = await gw.db.fetchall("SELECT event_id FROM inbox_dedupe")
+        messages = await gw.components.db.fetchall("SELECT id FROM messages")
+        threads = await gw.components.db.fetchall("SELECT id FROM threads")
+        events = await gw.components.db.fetchall("SELECT event_id FROM inbox_dedupe")
 
         # the channel itself works: the allowed user is answered
         fake.inject_message(allowed, "it's me", user_id=allowed)
@@ -467,11 +464,11 @@ async def test_a_notification_is_posted_to_the_home_chat(
 ) -> None:
     fake.add_chat(GROUP, "supergroup")
     async with telegram_gateway(tmp_path, fake, model, home_chat=GROUP) as gw:
-        result = await gw.send_notification(CHANNEL, None, "**deploy** done")
+        result = await gw.components.poster.notify(CHANNEL, None, "**deploy** done")
         (posted,) = await fake.wait_for_sent(GROUP, 1, timeout=REPLY)
         await asyncio.sleep(0.2)
 
-    assert result["ok"] is True and result["chunks"] == 1
+    assert len(result.outbox_ids) == 1
     assert (posted.text, posted.parse_mode) == ("deploy done", "HTML")
     assert posted.entities == [{"type": "bold", "offset": 0, "length": 6}]
     assert posted.reply_to_message_id is None and posted.message_thread_id is None
@@ -488,7 +485,7 @@ async def test_a_bad_token_fails_the_channel_but_the_gateway_runs(
     caplog.set_level(logging.DEBUG)
     bad_token = "7000001:stale-token-123"
     async with telegram_gateway(tmp_path, fake, model, token=bad_token) as gw:
-        channels = (await gw.status()).channels
+        channels = (await gw.components.status.report()).channels
         turn = await say(gw, "still there?")
 
     state = channels[CHANNEL]

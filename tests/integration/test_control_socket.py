@@ -8,41 +8,37 @@ import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from gateway.control import MAX_LINE, SOCKET_NAME, ControlServer
 from gateway.control_client import ControlClient
 from gateway.events import EventBus
+from gateway.poster import NotifyError, Posted
 from gateway.status import StatusReport
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
 
-class _Target:
-    """The gateway as far as ``ping`` is concerned."""
+class _Status:
+    """A status that ``ping`` never asks for."""
 
-    bus = EventBus()
-
-    def console(self, name: str | None) -> None:
-        return None
-
-    async def status(self) -> StatusReport:
+    async def report(self) -> StatusReport:
         return StatusReport(
             pid=0, uptime=0.0, channels={}, running_turns=0, queue={}, outbox={}, dead_letters=[]
         )
 
-    async def send_notification(self, channel: str, chat: str | None, text: str) -> dict[str, Any]:
-        return {}
 
-    async def handle_extra(self, request: dict[str, Any], reply: Any) -> bool:
-        return False
+class _Notifier:
+    async def notify(self, channel: str, chat: str | None, text: str) -> Posted:
+        raise NotifyError("not in this test")
 
 
 @pytest.fixture
 async def control(tmp_path: Path) -> AsyncIterator[ControlServer]:
-    server = ControlServer(tmp_path / SOCKET_NAME, _Target())
+    server = ControlServer(
+        tmp_path / SOCKET_NAME, bus=EventBus(), consoles={}, status=_Status(), notifier=_Notifier()
+    )
     await server.start()
     yield server
     await server.stop()

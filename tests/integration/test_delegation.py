@@ -102,14 +102,14 @@ async def test_fire_and_forget_result_comes_back_into_the_callers_thread(tmp_pat
             assert sent["state"] == "submitted"
 
             async def followup() -> Any:
-                return await gw.db.fetchone(
+                return await gw.components.db.fetchone(
                     "SELECT text FROM messages WHERE thread_id = ? AND role = 'assistant' AND id > "
                     "(SELECT MAX(id) FROM messages WHERE thread_id = ? AND role = 'system')",
                     (first.intake.thread_id, first.intake.thread_id),
                 )
 
             reply = await _wait(followup)
-            task = await gw.db.fetchone("SELECT * FROM a2a_tasks WHERE id = ?", (sent["task_id"],))
+            task = await gw.components.db.fetchone("SELECT * FROM a2a_tasks WHERE id = ?", (sent["task_id"],))
         assert task["state"] == "completed" and task["result"] == "four"
         assert "delegated to bob completed" in reply["text"] and "four" in reply["text"]
         bob_request = of(fake, "bob")[0]
@@ -132,7 +132,7 @@ async def test_await_reply_returns_the_result_inline(tmp_path: Path) -> None:
             # One worker: the waiting caller parks its slot so bob can still run.
             turn = await say(gw, "ask bob and wait")
             await asyncio.sleep(0.3)
-            system_rows = await gw.db.fetchall("SELECT 1 FROM messages WHERE role = 'system'")
+            system_rows = await gw.components.db.fetchall("SELECT 1 FROM messages WHERE role = 'system'")
         assert turn.text == "bob said Paris"
         assert system_rows == []  # answered inline: nothing posted back later
 
@@ -149,7 +149,9 @@ async def test_await_reply_timeout_then_result_is_delivered(tmp_path: Path) -> N
         async with running_gateway(config(tmp_path, fake, delegation={"await_timeout": 0.5})) as gw:
             turn = await say(gw, "go")
             result = json.loads(_tool_results(of(fake, "alice")[1])[0])
-            delivered = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
+            delivered = await _wait(
+                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+            )
         assert result["state"] == "timeout" and turn.text == "noted"
         assert "done late" in delivered["text"]
 
@@ -171,9 +173,9 @@ async def test_scope_hops_and_cycles_are_refused_with_reasons(tmp_path: Path) ->
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "start")
             task = await _wait(
-                lambda: gw.db.fetchone("SELECT result FROM a2a_tasks WHERE state = 'completed'")
+                lambda: gw.components.db.fetchone("SELECT result FROM a2a_tasks WHERE state = 'completed'")
             )
-            audit = await gw.db.fetchall("SELECT detail FROM audit_log WHERE decision = 'refused'")
+            audit = await gw.components.db.fetchall("SELECT detail FROM audit_log WHERE decision = 'refused'")
         # bob holds persona.send:carol only: reaching alice is refused by scope before any cycle check.
         assert "bob got:" in task["result"]
         assert any("alice" in (row["detail"] or "") for row in audit)
@@ -194,7 +196,7 @@ async def test_cycle_refused_when_scope_allows(tmp_path: Path) -> None:
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "start")
             task = await _wait(
-                lambda: gw.db.fetchone("SELECT result FROM a2a_tasks WHERE state = 'completed'")
+                lambda: gw.components.db.fetchone("SELECT result FROM a2a_tasks WHERE state = 'completed'")
             )
         assert "cycle" in task["result"] and "alice -> carol -> alice" in task["result"]
 
@@ -214,7 +216,13 @@ async def test_task_status_is_visible_only_from_the_starting_thread(tmp_path: Pa
             )
             from tools.base import ToolContext, ToolError
 
-            ctx = ToolContext(other.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            ctx = ToolContext(
+                other.intake.thread_id,
+                gw.personas["alice"],
+                gw.components.db,
+                gw.settings,
+                gw.components.tool_services,
+            )
             try:
                 await status_tool.handler(ctx, {"task_id": task_id})
                 raise AssertionError("another thread must not see the task")
@@ -234,8 +242,12 @@ async def test_background_agent_reports_back_into_the_thread(tmp_path: Path) -> 
         async with running_gateway(config(tmp_path, fake)) as gw:
             turn = await say(gw, "check the logs in the background")
             spawned = json.loads(_tool_results(of(fake, "alice")[1])[0])
-            notice = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
-            task = await gw.db.fetchone("SELECT * FROM background_tasks WHERE id = ?", (spawned["taskId"],))
+            notice = await _wait(
+                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+            )
+            task = await gw.components.db.fetchone(
+                "SELECT * FROM background_tasks WHERE id = ?", (spawned["taskId"],)
+            )
         assert spawned["state"] == "queued" and spawned["timeoutMinutes"] >= 15
         assert turn.status == "completed"
         assert task["state"] == "completed" and task["result"] == "logs look fine"
@@ -261,8 +273,12 @@ async def test_a_task_interrupted_by_a_restart_runs_again(tmp_path: Path) -> Non
             # Stopping now: bob's turn does not finish within the grace period.
         slow_bob["delay"] = 0.0
         async with running_gateway(cfg) as gw:
-            task = await _wait(lambda: gw.db.fetchone("SELECT * FROM a2a_tasks WHERE state = 'completed'"))
-            notice = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
+            task = await _wait(
+                lambda: gw.components.db.fetchone("SELECT * FROM a2a_tasks WHERE state = 'completed'")
+            )
+            notice = await _wait(
+                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+            )
         assert task["result"] == "research result"
         assert "research result" in notice["text"]
         assert len(of(fake, "bob")) == 2  # run once before the restart (cut off), once after
@@ -279,9 +295,9 @@ async def test_a_background_session_cannot_spawn_sessions(tmp_path: Path) -> Non
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "start background work")
             task = await _wait(
-                lambda: gw.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
+                lambda: gw.components.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
             )
-            spawned = await gw.db.fetchall("SELECT id FROM background_tasks")
+            spawned = await gw.components.db.fetchall("SELECT id FROM background_tasks")
         session_requests = [r for r in of(fake, "alice") if "nested work" in last_user_text(r)]
         assert session_requests
         assert all("background_agent" not in json.dumps(r.get("tools", [])) for r in session_requests)
@@ -308,21 +324,33 @@ async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
             task_id = json.loads(_tool_results(of(fake, "alice")[1])[0])["taskId"]
             await _wait(lambda: asyncio.sleep(0, result=bool(of(fake, "bob"))))  # the session is running
             other = await say(gw, "hello", thread="two")
-            stranger = ToolContext(other.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            stranger = ToolContext(
+                other.intake.thread_id,
+                gw.personas["alice"],
+                gw.components.db,
+                gw.settings,
+                gw.components.tool_services,
+            )
             try:
                 await tool.handler(stranger, {"action": "status", "taskId": task_id})
                 raise AssertionError("another thread must not see the task")
             except ToolError as exc:
                 assert "no background task" in str(exc)
-            owner = ToolContext(turn.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            owner = ToolContext(
+                turn.intake.thread_id,
+                gw.personas["alice"],
+                gw.components.db,
+                gw.settings,
+                gw.components.tool_services,
+            )
             canceled = await tool.handler(owner, {"action": "cancel", "taskId": task_id})
             task = await _wait(
-                lambda: gw.db.fetchone(
+                lambda: gw.components.db.fetchone(
                     "SELECT * FROM background_tasks WHERE id = ? AND state = 'canceled'", (task_id,)
                 )
             )
             run = await _wait(
-                lambda: gw.db.fetchone(
+                lambda: gw.components.db.fetchone(
                     "SELECT status FROM runs WHERE thread_id = ? AND status = 'canceled'",
                     (task["thread_id"],),
                 )
@@ -347,9 +375,11 @@ async def test_a_background_task_interrupted_by_a_restart_runs_again(tmp_path: P
         slow["delay"] = 0.0
         async with running_gateway(cfg) as gw:
             task = await _wait(
-                lambda: gw.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
+                lambda: gw.components.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
             )
-            notice = await _wait(lambda: gw.db.fetchone("SELECT text FROM messages WHERE role = 'system'"))
+            notice = await _wait(
+                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+            )
         assert task["result"] == "indexed" and "indexed" in notice["text"]
         assert len(of(fake, "bob")) == 2
 
@@ -361,7 +391,13 @@ async def test_persona_list_cap_and_workspace_guards(tmp_path: Path) -> None:
     async with FakeAnthropic(responder=router(bob=lambda body: Reply(text="slow", delay=30))) as fake:
         async with running_gateway(config(tmp_path, fake, delegation={"max_active_per_target": 1})) as gw:
             turn = await say(gw, "hi")
-            ctx = ToolContext(turn.intake.thread_id, gw.personas["alice"], gw.db, gw.settings, gw)
+            ctx = ToolContext(
+                turn.intake.thread_id,
+                gw.personas["alice"],
+                gw.components.db,
+                gw.settings,
+                gw.components.tool_services,
+            )
             cards = await by_mcp_name("persona_list").handler(ctx, {})
             send = by_mcp_name("persona_send").handler
             first = await send(ctx, {"target_persona": "bob", "message": "one"})

@@ -61,10 +61,10 @@ async def test_redelivered_event_produces_one_message_and_one_turn(tmp_path: Pat
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
             first = await say(gw, "once", event_id="evt-1")
-            again = await gw.console(None).submit("main", "once", event_id="evt-1")
+            again = await gw.components.control.console(None).submit("main", "once", event_id="evt-1")
             assert again.status is IntakeStatus.DUPLICATE
             await asyncio.sleep(0.2)
-            rows = await gw.db.fetchall(
+            rows = await gw.components.db.fetchall(
                 "SELECT role FROM messages WHERE thread_id = ?", (first.intake.thread_id,)
             )
         assert [r["role"] for r in rows] == ["user", "assistant"]
@@ -78,7 +78,7 @@ async def test_messages_arriving_while_busy_join_the_next_turn(tmp_path: Path) -
 
     async with FakeAnthropic(responder=slow_first) as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
-            console = gw.console(None)
+            console = gw.components.control.console(None)
             first = asyncio.create_task(say(gw, "first"))
             await _model_called(fake)  # the first turn is now waiting on the model
             second = await console.submit("main", "second")
@@ -111,9 +111,9 @@ async def test_stop_cancels_the_running_turn_and_says_so(tmp_path: Path) -> None
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
             long_turn = asyncio.create_task(say(gw, "write a novel"))
             await _model_called(fake)
-            stop = await gw.console(None).submit("main", "/stop")
+            stop = await gw.components.control.console(None).submit("main", "/stop")
             turn = await long_turn
-            status = await gw.db.fetchone(
+            status = await gw.components.db.fetchone(
                 "SELECT status FROM queue_items WHERE message_id = ?", (turn.intake.message_id,)
             )
         assert stop.status is IntakeStatus.STORED
@@ -127,7 +127,7 @@ async def test_transient_failures_retry_then_dead_letter_with_an_apology(tmp_pat
         fake.script(Error(503), Error(503), Error(503))
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
             turn = await say(gw, "are you there?")
-            status = await gw.status()
+            status = await gw.components.status.report()
         assert turn.status == "failed"
         assert "couldn't answer" in turn.text
         assert len(fake.requests) == 3  # max_attempts in the test config
@@ -146,7 +146,7 @@ async def test_new_starts_a_fresh_context(tmp_path: Path) -> None:
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
             await say(gw, "remember 42")
-            await gw.console(None).submit("main", "/new")
+            await gw.components.control.console(None).submit("main", "/new")
             await say(gw, "what number?")
         assert [m["role"] for m in fake.requests[-1]["messages"]] == ["user"]
 
@@ -162,7 +162,7 @@ async def test_unbound_chat_is_stored_without_a_turn(tmp_path: Path) -> None:
         )
         async with running_gateway(config) as gw:
             event = InboundEvent("other", "e1", ThreadKey("other", "x"), "dm", Sender("u", "U"), "hi")
-            result = await gw.intake(event)
+            result = await gw.components.intake(event)
         assert result.status is IntakeStatus.UNROUTED
         assert fake.requests == []
 
@@ -179,7 +179,7 @@ async def test_group_chatter_not_addressed_to_the_bot_is_context_only(tmp_path: 
                 "lunch at noon",
                 needs_reply=False,
             )
-            assert (await gw.intake(event)).status is IntakeStatus.STORED
+            assert (await gw.components.intake(event)).status is IntakeStatus.STORED
             turn = await say(gw, "when is lunch?")
         assert "lunch at noon" in last_user_text(fake.requests[0])
         assert len(fake.requests) == 1 and turn.status == "completed"

@@ -99,8 +99,7 @@ async def test_a_5_mb_message_reaches_the_model_cut_with_the_full_text_attached(
         fake.inject_message(USER, original, user_id=USER, first_name="Ada")
         (reply,) = await fake.wait_for_sent(USER, 1, timeout=30)
 
-        assert gw.db is not None
-        (row,) = await gw.db.fetchall("SELECT text, attachments FROM messages WHERE role = 'user'")
+        (row,) = await gw.components.db.fetchall("SELECT text, attachments FROM messages WHERE role = 'user'")
 
     (request,) = persona_runs(model)
     seen = last_user_text(request)
@@ -126,18 +125,21 @@ async def test_a_flood_from_one_group_member_is_answered_at_the_rate_with_one_no
     async with telegram_gateway(
         tmp_path, fake, model, require_mention=False, rate_limit={"per_user": per_user, "window": window}
     ) as gw:
-        assert gw.db is not None
         started = time.monotonic()
         for i in range(1000):
             fake.inject_message(GROUP, f"message {i}", user_id=USER, chat_type="supergroup", first_name="Ada")
-        while (await gw.db.fetchone("SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))["n"] < 1000:
+        while (await gw.components.db.fetchone("SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))[
+            "n"
+        ] < 1000:
             assert time.monotonic() - started < window, "intake too slow for this test's window"
             await asyncio.sleep(0.05)
 
         await wait_for_text(fake, GROUP, "seen: [Ada] message 999", timeout=window + 20)
         await asyncio.sleep(0.5)  # a turn that should not happen would start by now
 
-        stored = (await gw.db.fetchone("SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))["n"]
+        stored = (await gw.components.db.fetchone("SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))[
+            "n"
+        ]
 
     assert stored == 1000
     # At most `per_user` prompt messages (fewer turns, as they coalesce), then one turn for the rest.

@@ -28,7 +28,7 @@ async def test_a_turn_that_raises_a_programming_error_is_tried_twice_then_dead_l
         config = write_config(tmp_path, provider=provider_for(fake), extra={"queue": {"max_attempts": 5}})
         async with running_gateway(config) as gw:
             turn = await say(gw, "hello")
-            status = await gw.status()
+            status = await gw.components.status.report()
 
     assert len(fake.requests) == 2  # with max_attempts 5, a provider failure would get 5
     assert turn.status == "failed" and turn.text == INTERNAL

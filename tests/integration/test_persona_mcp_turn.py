@@ -50,7 +50,7 @@ async def test_a_persona_calls_its_own_mcp_server_in_a_turn(tmp_path: Path) -> N
         async with running_gateway(config) as gw:
             persona = gw.personas["assistant"]
             async with asyncio.timeout(60):
-                while not gw.persona_mcp.cached_specs(persona):
+                while not gw.components.persona_mcp.cached_specs(persona):
                     await asyncio.sleep(0.05)
             turn = await say(gw, "use your server")
         tools = [t["name"] for t in fake.requests[0]["tools"]]

@@ -29,21 +29,21 @@ BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
 
 
 async def runs_of(gw: Gateway, thread_id: int | None) -> list[dict[str, Any]]:
-    rows = await gw.db.fetchall("SELECT * FROM runs WHERE thread_id = ? ORDER BY id", (thread_id,))
+    rows = await gw.components.db.fetchall("SELECT * FROM runs WHERE thread_id = ? ORDER BY id", (thread_id,))
     return [dict(r) for r in rows]
 
 
 async def test_a_reply_that_failed_to_save_is_sent_once_without_a_second_model_call(tmp_path: Path) -> None:
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
-            await gw.db.execute(FAIL_FIRST_ATTEMPT)
+            await gw.components.db.execute(FAIL_FIRST_ATTEMPT)
             turn = await say(gw, "hello")
             await asyncio.sleep(0.3)  # a second delivery or model call would show by now
             runs = await runs_of(gw, turn.intake.thread_id)
-            sent = await gw.db.fetchall(
+            sent = await gw.components.db.fetchall(
                 "SELECT text FROM outbox WHERE thread_id = ?", (turn.intake.thread_id,)
             )
-            items = await gw.db.fetchall(
+            items = await gw.components.db.fetchall(
                 "SELECT status, attempts FROM queue_items WHERE message_id = ?", (turn.intake.message_id,)
             )
 
@@ -62,7 +62,7 @@ async def test_a_reply_that_failed_to_save_is_sent_once_without_a_second_model_c
 async def test_a_reply_that_never_saves_says_so_and_calls_the_model_once(tmp_path: Path) -> None:
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
-            await gw.db.execute(FAIL_ALWAYS)
+            await gw.components.db.execute(FAIL_ALWAYS)
             turn = await say(gw, "hello")
             runs = await runs_of(gw, turn.intake.thread_id)
 
@@ -83,10 +83,12 @@ async def test_messages_sent_while_a_reply_waits_to_be_saved_get_their_own_turn(
             extra={"queue": {"backoff_base": 0.5, "backoff_max": 1.0, "max_attempts": 3}},
         )
         async with running_gateway(config) as gw:
-            await gw.db.execute(FAIL_FIRST_ATTEMPT)
+            await gw.components.db.execute(FAIL_FIRST_ATTEMPT)
             first = asyncio.create_task(say(gw, "first"))
             async with asyncio.timeout(10):  # the first reply failed to save and waits for its retry
-                while not await gw.db.fetchone("SELECT 1 FROM queue_items WHERE last_error IS NOT NULL"):
+                while not await gw.components.db.fetchone(
+                    "SELECT 1 FROM queue_items WHERE last_error IS NOT NULL"
+                ):
                     await asyncio.sleep(0.01)
             second = await say(gw, "second")
             first_turn = await first

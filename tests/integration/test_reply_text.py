@@ -27,11 +27,11 @@ async def test_a_reply_cut_at_every_utf16_unit_is_stored_and_sent_exactly(tmp_pa
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake, kind))) as gw:
             turns = [await say(gw, "escaped"), await say(gw, "raw")]
             thread_id = turns[0].intake.thread_id
-            stored = await gw.db.fetchall(
+            stored = await gw.components.db.fetchall(
                 "SELECT text FROM messages WHERE thread_id = ? AND role = 'assistant' ORDER BY id",
                 (thread_id,),
             )
-            queued = await gw.db.fetchall(
+            queued = await gw.components.db.fetchall(
                 "SELECT text FROM outbox WHERE thread_id = ? ORDER BY id", (thread_id,)
             )
 

@@ -46,7 +46,7 @@ async def test_a_refused_notification_raises_and_the_socket_replies_with_the_rea
     gw: Gateway, channel: str, message: str
 ) -> None:
     with pytest.raises(NotifyError) as refused:
-        await gw.send_notification(channel, None, "deploy done")
+        await gw.components.poster.notify(channel, None, "deploy done")
 
     assert str(refused.value) == message
     assert await send(gw, channel=channel, chat=None, text="deploy done") == {
@@ -64,7 +64,9 @@ async def test_an_empty_notification_is_refused_over_the_socket(gw: Gateway) -> 
 
 async def test_a_notification_over_the_socket_says_where_it_went(gw: Gateway) -> None:
     reply = await send(gw, channel="console", chat=None, text="**deploy** done")
-    thread = await gw.db.fetchone("SELECT chat_id FROM threads WHERE id = ?", (reply.get("thread_id"),))
+    thread = await gw.components.db.fetchone(
+        "SELECT chat_id FROM threads WHERE id = ?", (reply.get("thread_id"),)
+    )
 
     assert reply["type"] == "done" and reply["ok"] is True and reply["chunks"] == 1
     assert thread is not None and thread["chat_id"] == "main"

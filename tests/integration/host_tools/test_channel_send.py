@@ -52,18 +52,19 @@ async def test_a_message_sent_to_another_channel_is_delivered_rendered_and_recor
             Reply(text="Posted it."),
         )
         async with running_gateway(_config(tmp_path, fake, ["channel.send:other"])) as gw:
-            other = gw.console("other")
+            other = gw.components.control.console("other")
             assert other is not None
             with other.attach("inbox") as deliveries:
                 turn = await say(gw, "tell the other channel the deploy is done")
                 delivered = await asyncio.wait_for(deliveries.get(), 5)
-            recipient = await gw.db.fetchone(
+            recipient = await gw.components.db.fetchone(
                 "SELECT t.id, t.persona, m.text, m.persona AS sender FROM threads t JOIN messages m ON m.thread_id = t.id "
                 "WHERE t.channel = 'other' AND t.chat_id = 'inbox'"
             )
-            assert gw.host_tools is not None
-            await gw.host_tools.bridge.audit.flush()
-            audit = await gw.db.fetchall("SELECT tool, decision, status, detail FROM audit_log ORDER BY id")
+            await gw.components.host_tools.bridge.audit.flush()
+            audit = await gw.components.db.fetchall(
+                "SELECT tool, decision, status, detail FROM audit_log ORDER BY id"
+            )
     assert turn.status == "completed" and turn.text == "Posted it."
     # The console's native format is Markdown (the chat client renders it).
     assert (delivered["type"], delivered["text"]) == ("message", "**Deploy** finished")
@@ -97,8 +98,8 @@ async def test_sending_to_this_conversations_channel_lands_here(tmp_path: Path) 
         )
         async with running_gateway(_config(tmp_path, fake, ["channel.send:*"])) as gw:
             turn = await say(gw, "remind me here", thread="desk")
-            await gw.outbox.flush(5)
-            rows = await gw.db.fetchall(
+            await gw.components.outbox.flush(5)
+            rows = await gw.components.db.fetchall(
                 "SELECT o.text, o.status, o.thread_id FROM outbox o WHERE o.chat_id = 'desk' ORDER BY o.id"
             )
     assert turn.text == "done"
@@ -120,7 +121,9 @@ async def test_refusals_reach_the_model_as_error_results(tmp_path: Path) -> None
         labels = ["channel.send:other", "channel.send:nohome", "channel.send:nowhere"]
         async with running_gateway(_config(tmp_path, fake, labels)) as gw:
             turn = await say(gw, "send it everywhere")
-            sent = await gw.db.fetchone("SELECT COUNT(*) AS n FROM threads WHERE channel != 'console'")
+            sent = await gw.components.db.fetchone(
+                "SELECT COUNT(*) AS n FROM threads WHERE channel != 'console'"
+            )
     assert turn.text == "I could not send it."
     results = _tool_results(fake.requests[1])
     assert all(r.get("is_error") for r in results)

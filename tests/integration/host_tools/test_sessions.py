@@ -30,19 +30,18 @@ async def gw(tmp_path: Path) -> AsyncIterator[Gateway]:
             personas={"assistant": {"capabilities": ["memory.access:thread"]}, "auditor": {}},
         )
         async with running_gateway(config) as gateway:
-            assert gateway.host_tools is not None
-            gateway.host_tools.heartbeat = 0.05
+            gateway.components.host_tools.heartbeat = 0.05
             yield gateway
 
 
 async def _run_status(gw: Gateway, run_id: int) -> str:
-    row = await gw.db.fetchone("SELECT status FROM runs WHERE id = ?", (run_id,))
+    row = await gw.components.db.fetchone("SELECT status FROM runs WHERE id = ?", (run_id,))
     return row["status"]
 
 
 async def test_a_session_on_a_named_console_thread_works_until_the_client_leaves(gw: Gateway) -> None:
     async with open_session(gw.settings.data_path, persona=None, thread="notes") as credentials:
-        thread = await gw.db.fetchone(
+        thread = await gw.components.db.fetchone(
             "SELECT channel, chat_id, persona FROM threads WHERE id = ?", (credentials.thread_id,)
         )
         assert tuple(thread) == ("console", "notes", "assistant")  # created, bound per the console binding
@@ -58,7 +57,7 @@ async def test_a_session_on_a_named_console_thread_works_until_the_client_leaves
     async with BridgeClient(credentials) as client:
         with pytest.raises(BridgeAuthError, match="unknown or finished run"):
             await client.list_tools()
-    stored = await gw.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
+    stored = await gw.components.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
     assert tuple(stored) == (credentials.thread_id, "assistant")
 
 
@@ -90,10 +89,9 @@ async def test_a_refused_session_says_why(gw: Gateway, persona: str, thread: str
 
 
 async def test_a_turn_toolbox_identity_ends_with_the_toolbox(gw: Gateway) -> None:
-    assert gw.host_tools is not None
     persona = gw.personas["assistant"]
-    thread_id = await add_thread(gw.db, chat="t")
-    with gw.host_tools.toolbox(persona, thread_id, run_id=77) as box:
+    thread_id = await add_thread(gw.components.db, chat="t")
+    with gw.components.host_tools.toolbox(persona, thread_id, run_id=77) as box:
         assert [s.name for s in box.specs()] == ["memory_access"]
         outcome = await box.call(
             ToolCall("c1", "memory_access", {"operation": "write", "key": "a", "value": [1]})
@@ -101,11 +99,11 @@ async def test_a_turn_toolbox_identity_ends_with_the_toolbox(gw: Gateway) -> Non
         assert not outcome.is_error and json.loads(outcome.content)["created"] is True
         env = box.environment()
         assert env["TALON_RUN_ID"] == "77" and env["TALON_BRIDGE_SOCKET"].endswith("bridge.sock")
-    assert not gw.host_tools.bridge.active(box.identity)
+    assert not gw.components.host_tools.bridge.active(box.identity)
     late = await box.call(ToolCall("c2", "memory_access", {"operation": "list"}))
     assert late.is_error and "this run has ended" in late.content
     # A toolbox nobody closed is released when it is dropped.
-    dropped = gw.host_tools.toolbox(persona, thread_id, run_id=78)
+    dropped = gw.components.host_tools.toolbox(persona, thread_id, run_id=78)
     identity = dropped.identity
     del dropped
-    assert not gw.host_tools.bridge.active(identity)
+    assert not gw.components.host_tools.bridge.active(identity)

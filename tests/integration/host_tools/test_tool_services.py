@@ -20,9 +20,9 @@ async def test_a_turns_toolbox_reaches_delegation_and_the_sub_agent_runner(tmp_p
             personas={"assistant": {"capabilities": ["persona.send:*", "subagent.invoke"]}, "helper": {}},
         )
         async with running_gateway(config) as gw:
-            host_tools = gw.host_tools
+            host_tools = gw.components.host_tools
             assert host_tools is not None
-            thread_id = await add_thread(gw.db, chat="t")
+            thread_id = await add_thread(gw.components.db, chat="t")
             with host_tools.toolbox(gw.personas["assistant"], thread_id, run_id=90) as box:
                 cards = await box.call(ToolCall("c1", "persona_list", {}))
                 invoked = await box.call(ToolCall("c2", "subagent_invoke", {"name": "nope", "input": {}}))
