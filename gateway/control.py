@@ -13,12 +13,12 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from connectors.base import IntakeStatus
-from connectors.console import ConsoleConnector
+from connectors.base import IntakeResult, IntakeStatus
 from gateway.errors import RefusedError
 from gateway.events import EventBus
 from gateway.ndjson_socket import NDJSONServer, Reply
@@ -31,6 +31,22 @@ log = logging.getLogger("talon.control")
 
 SOCKET_NAME = "control.sock"
 MAX_LINE = 1_000_000
+
+
+class ConsoleChannel(Protocol):
+    """What ``talon chat`` uses of a console channel (:class:`connectors.console.ConsoleConnector`)."""
+
+    name: str
+
+    def attach(
+        self, thread: str, queue: asyncio.Queue[dict[str, Any]] | None = None
+    ) -> AbstractContextManager[asyncio.Queue[dict[str, Any]]]:
+        """Receive the thread's deliveries (into ``queue`` when given) while the context is open."""
+
+    async def submit(
+        self, thread: str, text: str, *, event_id: str | None = None, persona: str | None = None
+    ) -> IntakeResult:
+        """A line typed by the local user, handed to the intake."""
 
 
 class StatusSource(Protocol):
@@ -72,7 +88,7 @@ class ControlServer(NDJSONServer):
     Args:
         path (:class:`pathlib.Path`): The socket, in the data dir.
         bus (:class:`gateway.events.EventBus`): Where ``talon chat`` follows its turns.
-        consoles (Mapping[:obj:`str`, :class:`ConsoleConnector`]): The console channels by name,
+        consoles (Mapping[:obj:`str`, :class:`ConsoleChannel`]): The console channels by name,
             in configuration order.
         status (:class:`StatusSource`): Serves ``status``.
         notifier (:class:`Notifier`): Serves ``send``.
@@ -84,7 +100,7 @@ class ControlServer(NDJSONServer):
         path: Path,
         *,
         bus: EventBus,
-        consoles: Mapping[str, ConsoleConnector],
+        consoles: Mapping[str, ConsoleChannel],
         status: StatusSource,
         notifier: Notifier,
         extensions: Sequence[ControlExtension] = (),
@@ -96,7 +112,7 @@ class ControlServer(NDJSONServer):
         self.notifier = notifier
         self.extensions = tuple(extensions)
 
-    def console(self, name: str | None) -> ConsoleConnector | None:
+    def console(self, name: str | None) -> ConsoleChannel | None:
         """The console channel called ``name``, or the first one when ``name`` is None."""
         if name is None:
             return next(iter(self.consoles.values()), None)

@@ -46,6 +46,7 @@ from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
+from tools import db_query
 
 if TYPE_CHECKING:
     from gateway.persona_mcp import PersonaMcpManager
@@ -138,6 +139,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bindings=bindings,
         services=tool_services,
         mcp=persona_mcp,
+        on_stop=[db_query.close_readonly_connections],
     )
     turns = TurnRunner(
         db=db,

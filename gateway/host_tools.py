@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,6 @@ from gateway.runtime.model import ToolCall, ToolSpec
 from gateway.store.db import Database
 from gateway.store.runs import end_run, end_sessions, start_run
 from gateway.store.threads import get_thread, upsert_thread
-from tools import db_query
 from tools.base import HostServices, HostTool
 from tools.bridge import Bridge, RunIdentity
 from tools.bridge_server import SOCKET_NAME, BridgeServer
@@ -133,6 +132,9 @@ class HostTools:
         tools (Sequence[:class:`tools.base.HostTool`], optional): Defaults to the registry's.
         heartbeat (:obj:`float`, optional): Seconds between session heartbeats; a failed one
             (the client went away) ends the session.
+        on_stop (Sequence[Callable[[], Awaitable[None]]], optional): Awaited last in
+            :meth:`stop`: the tools' own shutdown (connections whose threads would keep the
+            process alive), handed in by the wiring.
     """
 
     def __init__(
@@ -146,6 +148,7 @@ class HostTools:
         tools: Sequence[HostTool] | None = None,
         heartbeat: float = HEARTBEAT_SECONDS,
         mcp: PersonaMcpManager | None = None,
+        on_stop: Sequence[Callable[[], Awaitable[None]]] = (),
     ):
         self.db = db
         self.settings = settings
@@ -153,6 +156,7 @@ class HostTools:
         self.bindings = bindings
         self.heartbeat = heartbeat
         self.mcp = mcp
+        self.on_stop = tuple(on_stop)
         self.bridge = Bridge(db=db, settings=settings, personas=personas, services=services, tools=tools)
         self._instructions = ToolInstructions.load(settings.config_dir, self.bridge.tools)
         self.socket_path = settings.data_path / SOCKET_NAME
@@ -172,7 +176,8 @@ class HostTools:
             await asyncio.wait(self._sessions, timeout=_SESSION_GOODBYE + 1)
         await self.server.stop()
         await self.bridge.audit.flush()
-        await db_query.close_readonly_connections()  # their threads would keep the process alive
+        for hook in self.on_stop:
+            await hook()
 
     # ------------------------------------------------------------ TurnTools
 

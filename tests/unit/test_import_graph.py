@@ -39,10 +39,6 @@ ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset(
     {
         # Cycle connectors.render.build <-> connectors.render.frames (type-checking import).
         ("connectors.render.frames", "connectors.render.build"),
-        # The core imports a specific connector: the control socket types the console.
-        ("gateway.control", "connectors.console"),
-        # The core imports a specific tool: host tools close db_query's read-only connections.
-        ("gateway.host_tools", "tools.db_query"),
     }
 )
 
