@@ -85,7 +85,7 @@ def _unwrap(tp: Any) -> Any:
     return tp
 
 
-def _members(tp: Any) -> tuple[Any, ...]:
+def union_members(tp: Any) -> tuple[Any, ...]:
     """The alternatives of a union (``X | None`` included), else ``(tp,)``."""
     tp = _unwrap(tp)
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
@@ -93,14 +93,14 @@ def _members(tp: Any) -> tuple[Any, ...]:
     return (tp,)
 
 
-def _is_model(tp: Any) -> bool:
+def is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
 def _nested_model(tp: Any) -> type[BaseModel] | None:
     """The model a field holds directly (not in a list or mapping), else ``None``."""
-    models = [m for m in _members(tp) if _is_model(m)]
-    return models[0] if len(models) == 1 and len(_members(tp)) == 1 else None
+    models = [m for m in union_members(tp) if is_model(m)]
+    return models[0] if len(models) == 1 and len(union_members(tp)) == 1 else None
 
 
 def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
@@ -155,7 +155,7 @@ def _type_text(field: FieldInfo) -> str:
 
 
 def _describe_type(tp: Any, plural: bool = False) -> str:
-    members = _members(tp)
+    members = union_members(tp)
     if len(members) > 1:
         named = dict.fromkeys(_describe_type(m, plural) for m in members if m is not type(None))
         return " or ".join(named) + (" or null" if type(None) in members else "")
@@ -168,7 +168,7 @@ def _describe_type(tp: Any, plural: bool = False) -> str:
     if origin is dict:
         value = typing.get_args(tp)[1]
         return "mapping" if value is Any else "mapping of name to " + _describe_type(value)
-    if _is_model(tp) or tp is Any:
+    if is_model(tp) or tp is Any:
         return "mappings" if plural else "mapping"
     name = _SCALARS.get(tp, getattr(tp, "__name__", str(tp)))
     return f"{name}s" if plural else name
@@ -252,11 +252,11 @@ def _top_rows(model: type[BaseModel]) -> list[Row]:
 
 def _collections(name: str, annotation: Any) -> Iterator[tuple[str, type[BaseModel], bool]]:
     """(path, model, is a union member) for each model a list or mapping field holds."""
-    for tp in _members(annotation):
+    for tp in union_members(annotation):
         origin = typing.get_origin(tp)
         if origin not in (list, dict):
             continue
-        models = [m for m in _members(typing.get_args(tp)[-1]) if _is_model(m)]
+        models = [m for m in union_members(typing.get_args(tp)[-1]) if is_model(m)]
         where = f"{name}[]" if origin is list else f"{name}.<name>"
         for model in models:
             yield where, model, len(models) > 1

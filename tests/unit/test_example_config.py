@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import types
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,29 +22,12 @@ from pydantic import BaseModel
 
 from gateway.config import Settings, load_settings
 from gateway.personas import load_personas
+from gateway.reference_docs import is_model, union_members
 from gateway.scaffold import write_scaffold
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "deploy" / "talon.example.yaml"
 _REQUIRED_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
-
-
-def _unwrap(tp: Any) -> Any:
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _members(tp: Any) -> tuple[Any, ...]:
-    """The alternatives of a union (``X | None`` included), else ``(tp,)``."""
-    tp = _unwrap(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return tuple(_unwrap(a) for a in typing.get_args(tp))
-    return (tp,)
 
 
 def _tag(model: type[BaseModel]) -> str:
@@ -55,7 +37,7 @@ def _tag(model: type[BaseModel]) -> str:
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
-    return [tp for tp in _members(annotation) if _is_model(tp)]
+    return [tp for tp in union_members(annotation) if is_model(tp)]
 
 
 def _fields(model: type[BaseModel]) -> dict[str, Any]:
@@ -74,7 +56,7 @@ def _slots_of(annotation: Any, where: str) -> Iterator[tuple[str, type[BaseModel
     models = _models(annotation)
     for model in models:
         yield from _slots(model, f"{where}<{_tag(model)}>" if len(models) > 1 else where)
-    for tp in _members(annotation):
+    for tp in union_members(annotation):
         if typing.get_origin(tp) is list:
             yield from _slots_of(typing.get_args(tp)[0], f"{where}[]")
         elif typing.get_origin(tp) is dict:
@@ -104,7 +86,7 @@ def _observe(
             seen[slot].add(key)
             _observe(fields[key], item, (_join(where, key), _join(slot, key)), seen, unknown)
         return
-    for tp in _members(annotation):
+    for tp in union_members(annotation):
         if typing.get_origin(tp) is list and isinstance(value, list):
             for i, item in enumerate(value):
                 _observe(typing.get_args(tp)[0], item, (f"{where}[{i}]", f"{slot}[]"), seen, unknown)
