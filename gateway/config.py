@@ -327,6 +327,14 @@ class OutboxSettings(_Strict):
         return Backoff(base=self.backoff_base, max=self.backoff_max)
 
 
+class LogFileSettings(_Strict):
+    path: Path | None = Field(
+        Path("talon.log"), description="the daemon's log file, relative to data_dir (`talon logs`); null = none"
+    )
+    max_bytes: int = Field(10_000_000, ge=10_000, description="the file is rotated at this size")
+    backups: int = Field(3, ge=0, description="rotated files kept (talon.log.1 ...)")
+
+
 class SchedulerSettings(_Strict):
     grace_seconds: float = Field(600.0, ge=0, description="a run missed while stopped still fires this late")
 
@@ -365,6 +373,9 @@ class Settings(_Strict):
         "info", description="`talon run --log-level` overrides it"
     )
     shutdown_grace: float = Field(20.0, ge=0, description="seconds running turns get on stop")
+    log_file: LogFileSettings = Field(
+        LogFileSettings(), description="the log file the daemon keeps in its data dir, size-bounded"
+    )
     providers: dict[str, ProviderSettings] = Field(
         {}, description="model providers by name; personas say `<provider>:<model>`"
     )
