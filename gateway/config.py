@@ -329,7 +329,8 @@ class OutboxSettings(_Strict):
 
 class LogFileSettings(_Strict):
     path: Path | None = Field(
-        Path("talon.log"), description="the daemon's log file, relative to data_dir (`talon logs`); null = none"
+        Path("talon.log"),
+        description="the daemon's log file, relative to data_dir (`talon logs`); null = none",
     )
     max_bytes: int = Field(10_000_000, ge=10_000, description="the file is rotated at this size")
     backups: int = Field(3, ge=0, description="rotated files kept (talon.log.1 ...)")
