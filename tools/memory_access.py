@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from gateway.store import memory
 from tools.base import HostTool, ToolContext, ToolError
 
 OPERATIONS = ("read", "write", "delete", "list")
@@ -70,19 +71,16 @@ def _when(ts: float, ctx: ToolContext) -> str:
 
 
 async def _read(ctx: ToolContext, key: str) -> dict[str, Any]:
-    row = await ctx.db.fetchone(
-        "SELECT key, type, value, updated_at FROM memory_items WHERE thread_id = ? AND key = ?",
-        (ctx.thread_id, key),
-    )
-    if row is None:
+    item = await ctx.db.read(memory.get_item, ctx.thread_id, key)
+    if item is None:
         raise ToolError(
             f"no memory item with key {key!r} in this thread; call operation 'list' to see the keys"
         )
     return {
-        "key": row["key"],
-        "value": row["value"],
-        "namespace": row["type"],
-        "updated_at": _when(row["updated_at"], ctx),
+        "key": item.key,
+        "value": item.value,
+        "namespace": item.kind,
+        "updated_at": _when(item.updated_at, ctx),
     }
 
 
@@ -98,29 +96,18 @@ async def _write(ctx: ToolContext, args: dict[str, Any], namespace: str | None) 
     thread_id, persona, now = ctx.thread_id, ctx.persona.name, time.time()
 
     def upsert(conn: sqlite3.Connection) -> tuple[str, bool]:
-        existing = _rows(
-            conn, "SELECT type FROM memory_items WHERE thread_id = ? AND key = ?", (thread_id, key)
-        )
-        if existing:
+        existing = memory.item_kind(conn, thread_id, key)
+        if existing is not None:
             # Rewriting without a namespace keeps the item's type.
-            kind = namespace_type(namespace) if namespace is not None else existing[0][0]
-            conn.execute(
-                "UPDATE memory_items SET type = ?, value = ?, persona = ?, updated_at = ? "
-                "WHERE thread_id = ? AND key = ?",
-                (kind, value, persona, now, thread_id, key),
-            ).close()
+            kind = namespace_type(namespace) if namespace is not None else existing
+            memory.put_item(conn, thread_id, persona, key, kind, value, now)
             return kind, False
-        count = _rows(conn, "SELECT COUNT(*) FROM memory_items WHERE thread_id = ?", (thread_id,))[0][0]
-        if count >= MAX_ITEMS_PER_THREAD:
+        if memory.count_items(conn, thread_id) >= MAX_ITEMS_PER_THREAD:
             raise ToolError(
                 f"this thread already has {MAX_ITEMS_PER_THREAD} memory items; delete or overwrite some first"
             )
         kind = namespace_type(namespace)
-        conn.execute(
-            "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (thread_id, persona, key, kind, value, now, now),
-        ).close()
+        memory.put_item(conn, thread_id, persona, key, kind, value, now)
         return kind, True
 
     # One trip to the database thread for the whole transaction.
@@ -129,45 +116,18 @@ async def _write(ctx: ToolContext, args: dict[str, Any], namespace: str | None) 
 
 
 async def _delete(ctx: ToolContext, key: str) -> dict[str, Any]:
-    thread_id = ctx.thread_id
-
-    def delete(conn: sqlite3.Connection) -> bool:
-        cursor = conn.execute("DELETE FROM memory_items WHERE thread_id = ? AND key = ?", (thread_id, key))
-        try:
-            return cursor.rowcount > 0
-        finally:
-            cursor.close()
-
-    return {"deleted": await ctx.db.run_transaction(delete)}
-
-
-def _rows(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> list[Any]:
-    """All rows of a query, its cursor closed (an open one would block the COMMIT)."""
-    cursor = conn.execute(sql, params)
-    try:
-        return cursor.fetchall()
-    finally:
-        cursor.close()
+    return {"deleted": await ctx.db.run_transaction(memory.delete_item, ctx.thread_id, key)}
 
 
 async def _list(ctx: ToolContext, namespace: str | None) -> dict[str, Any]:
-    where, params = "thread_id = ?", [ctx.thread_id]
-    if namespace is not None:
-        where += " AND type = ?"
-        params.append(namespace_type(namespace))
-    rows = await ctx.db.fetchall(
-        f"SELECT key, type, value, updated_at FROM memory_items WHERE {where} "
-        f"ORDER BY updated_at DESC, id DESC LIMIT {LIST_LIMIT + 1}",
-        params,
-    )
+    kind = None if namespace is None else namespace_type(namespace)
+    rows = await ctx.db.read(memory.list_items, ctx.thread_id, limit=LIST_LIMIT + 1, kind=kind)
     items = [
         {
-            "key": row["key"],
-            "namespace": row["type"],
-            "value": row["value"]
-            if len(row["value"]) <= _PREVIEW_CHARS
-            else row["value"][:_PREVIEW_CHARS] + "…",
-            "updated_at": _when(row["updated_at"], ctx),
+            "key": row.key,
+            "namespace": row.kind,
+            "value": row.value if len(row.value) <= _PREVIEW_CHARS else row.value[:_PREVIEW_CHARS] + "…",
+            "updated_at": _when(row.updated_at, ctx),
         }
         for row in rows[:LIST_LIMIT]
     ]

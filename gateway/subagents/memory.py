@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.store import memory
 from gateway.subagents.base import Invocation, SubagentError, SubagentResult, limit_input, text_input
 
 __all__ = ["KEYWORD_ENOUGH", "groom_memory", "keyword_terms", "retrieve_memory"]
@@ -45,12 +46,8 @@ class MemoryItem:
 
 
 async def _items(call: Invocation, *, include_summaries: bool = True) -> list[MemoryItem]:
-    rows = await call.db.fetchall(
-        "SELECT key, type, value, updated_at FROM memory_items WHERE thread_id = ? "
-        "AND (? OR type != 'summary') ORDER BY updated_at DESC, id DESC LIMIT ?",
-        (call.thread_id, include_summaries, MAX_ITEMS),
-    )
-    return [MemoryItem(r["key"], r["type"], r["value"], r["updated_at"]) for r in rows]
+    rows = await call.db.read(memory.list_items, call.thread_id, limit=MAX_ITEMS, summaries=include_summaries)
+    return [MemoryItem(r.key, r.kind, r.value, r.updated_at) for r in rows]
 
 
 # ---------------------------------------------------------------- keyword pass
@@ -156,12 +153,7 @@ async def groom_memory(call: Invocation) -> SubagentResult:
         data = {"written": [], "deleted": [], "summary": "nothing to groom"}
         return call.result(f"nothing to groom: this thread has {len(items)} memory items", data)
     listed = {i.key for i in items}
-    protected = {
-        r["key"]
-        for r in await call.db.fetchall(
-            "SELECT key FROM memory_items WHERE thread_id = ? AND type = 'summary'", (call.thread_id,)
-        )
-    }
+    protected = await call.db.read(memory.keys_of_kind, call.thread_id, "summary")
 
     def check(data: dict[str, Any]) -> str | None:
         merged_keys = [m["key"] for m in data["merged"]]
@@ -212,19 +204,5 @@ def _apply(
     """Write the merged items, then delete the replaced ones (one transaction, in that order)."""
     now = time.time()
     for key, kind, value in writes:
-        conn.execute(
-            "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, key) DO UPDATE SET "
-            "type = excluded.type, value = excluded.value, persona = excluded.persona, "
-            "updated_at = excluded.updated_at",
-            (call.thread_id, call.persona.name, key, kind, value, now, now),
-        )
-    deleted = []
-    for key in doomed:
-        cursor = conn.execute(
-            "DELETE FROM memory_items WHERE thread_id = ? AND key = ? AND type != 'summary'",
-            (call.thread_id, key),
-        )
-        if cursor.rowcount:
-            deleted.append(key)
-    return deleted
+        memory.put_item(conn, call.thread_id, call.persona.name, key, kind, value, now)
+    return [key for key in doomed if memory.delete_item(conn, call.thread_id, key, summaries=False)]

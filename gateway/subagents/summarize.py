@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
+from gateway.store.memory import put_item
 from gateway.store.messages import MessageRow, messages_after
 from gateway.store.queue import first_open_message
 from gateway.store.threads import ThreadRow, get_thread, set_summarized_upto
@@ -126,12 +127,7 @@ async def maybe_summarize(
         ):
             return False  # /new or another summary happened meanwhile: this one is stale
         now = time.time()
-        conn.execute(
-            "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) "
-            "VALUES (?, ?, ?, 'summary', ?, ?, ?) ON CONFLICT (thread_id, key) DO UPDATE SET "
-            "type = 'summary', value = excluded.value, persona = excluded.persona, updated_at = excluded.updated_at",
-            (thread_id, persona.name, SUMMARY_KEY, text, now, now),
-        )
+        put_item(conn, thread_id, persona.name, SUMMARY_KEY, "summary", text, now)
         set_summarized_upto(conn, thread_id, marker)
         return True
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gateway.runtime.context import estimate_tokens
+from gateway.store.memory import get_item
 from gateway.store.messages import MessageRow, newest_messages
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.base import Invocation, SubagentError, SubagentResult
@@ -56,10 +57,8 @@ async def previous_summary(db: Database, thread_id: int, state: ThreadRow) -> st
     """The thread's summary item, when it covers the current conversation (not one before /new)."""
     if state.summarized_upto <= state.context_from:
         return None
-    row = await db.fetchone(
-        "SELECT value FROM memory_items WHERE thread_id = ? AND key = ?", (thread_id, SUMMARY_KEY)
-    )
-    return row["value"] if row else None
+    item = await db.read(get_item, thread_id, SUMMARY_KEY)
+    return item.value if item else None
 
 
 def compose_summary(data: dict[str, Any]) -> str:
