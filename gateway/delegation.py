@@ -10,7 +10,6 @@ that thread's persona a turn on it, so a result is never lost because nobody pol
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import sqlite3
 import time
@@ -21,56 +20,34 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from connectors.base import ThreadKey
 from gateway.config import Settings
 from gateway.errors import RefusedError
 from gateway.personas import Persona
 from gateway.queue import Batch
+from gateway.store import delegation as tasks
 from gateway.store.db import Database
-from gateway.store.messages import Role, add_message
-from gateway.store.queue import enqueue_message
-from gateway.store.threads import ThreadRow, upsert_thread
+from gateway.store.delegation import (
+    A2A_CHANNEL,
+    BACKGROUND_CHANNEL,
+    TERMINAL,
+    A2ATask,
+    BackgroundTask,
+    NewA2ATask,
+    NewBackgroundTask,
+    TaskKind,
+    TaskLimitError,
+)
+from gateway.store.queue import cancel_pending
+from gateway.store.threads import ThreadRow
 
 log = logging.getLogger("talon.delegation")
 
-A2A_CHANNEL = "a2a"
-BACKGROUND_CHANNEL = "background"
-TERMINAL = frozenset({"completed", "failed", "canceled"})
 BACKGROUND_LABEL = "subagent.background"
 MIN_BACKGROUND_MINUTES = 15
 
 
 class DelegationError(RefusedError):
     """A refused delegation; the message says why and what to do instead."""
-
-
-def _new_thread(conn: sqlite3.Connection, channel: str, task_id: str, persona: str, now: float) -> int:
-    thread = upsert_thread(
-        conn,
-        ThreadKey(channel, task_id),
-        chat_type="dm",
-        persona=persona,
-        now=now,
-        title=f"{channel} task {task_id}",
-    )
-    return thread.id
-
-
-def _queue_message(
-    conn: sqlite3.Connection, thread_id: int, role: Role, text: str, now: float, *, sender: str | None = None
-) -> int:
-    """A message plus the queue item that gives the thread's persona a turn on it."""
-    message_id = add_message(
-        conn,
-        thread_id,
-        role,
-        text,
-        created_at=now,
-        sender_id=f"persona:{sender}" if sender else None,
-        sender_name=sender,
-    )
-    enqueue_message(conn, thread_id, message_id, available_at=now, now=now)
-    return message_id
 
 
 class Delegation:
@@ -111,10 +88,7 @@ class Delegation:
         task_id = uuid.uuid4().hex[:16]
 
         def submit(conn: sqlite3.Connection) -> int:
-            parent = conn.execute(
-                "SELECT chain FROM a2a_tasks WHERE target_thread_id = ?", (caller_thread_id,)
-            ).fetchone()
-            chain = [*json.loads(parent["chain"]), caller] if parent else [caller]
+            chain = [*tasks.task_chain(conn, caller_thread_id), caller]
             if target in chain:
                 raise DelegationError(
                     f"refused: delegating to {target!r} would form a cycle ({' -> '.join([*chain, target])}); "
@@ -125,38 +99,17 @@ class Delegation:
                     f"refused: delegation depth {len(chain)} exceeds the limit of {self.settings.max_hops} hops "
                     f"({' -> '.join(chain)}); answer with what you have"
                 )
-            (active,) = conn.execute(
-                "SELECT COUNT(*) FROM a2a_tasks WHERE target_persona = ? AND state IN ('submitted', 'working')",
-                (target,),
-            ).fetchone()
-            if active >= self.settings.max_active_per_target:
-                raise DelegationError(
-                    f"{target!r} already has {active} unfinished tasks (limit {self.settings.max_active_per_target}); "
-                    "wait for one with persona_task_status, then try again"
-                )
-            now = time.time()
-            thread_id = _new_thread(conn, A2A_CHANNEL, task_id, target, now)
-            conn.execute(
-                "INSERT INTO a2a_tasks (id, caller_persona, caller_thread_id, target_persona, target_thread_id, "
-                "message, chain, deliver, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    caller,
-                    caller_thread_id,
-                    target,
-                    thread_id,
-                    message,
-                    json.dumps(chain),
-                    0 if await_reply else 1,
-                    now,
-                    now,
-                ),
-            )
-            _queue_message(conn, thread_id, "user", message, now, sender=caller)
-            return thread_id
+            task = NewA2ATask(task_id, caller, caller_thread_id, target, message, chain, not await_reply)
+            return tasks.open_task(conn, task, limit=self.settings.max_active_per_target, now=time.time())
 
         done = self._done.setdefault(task_id, asyncio.Event())
-        thread_id = await self.db.run_transaction(submit)
+        try:
+            thread_id = await self.db.run_transaction(submit)
+        except TaskLimitError as exc:
+            raise DelegationError(
+                f"{target!r} already has {exc.active} unfinished tasks (limit {exc.limit}); "
+                "wait for one with persona_task_status, then try again"
+            ) from None
         self.notify(thread_id)
         log.info("a2a task %s: %s -> %s", task_id, caller, target)
         if not await_reply:
@@ -166,13 +119,9 @@ class Delegation:
                 await asyncio.wait_for(done.wait(), self.settings.await_timeout)
         except TimeoutError:
             # From now on the result is delivered into the caller's thread when it comes.
-            await self.db.execute(
-                "UPDATE a2a_tasks SET deliver = 1 WHERE id = ? AND state NOT IN "
-                "('completed', 'failed', 'canceled')",
-                (task_id,),
-            )
+            await self.db.run_transaction(tasks.deliver_later, task_id)
             task = await self._task(task_id)
-            if task["state"] not in TERMINAL:
+            if task.state not in TERMINAL:
                 return {
                     "task_id": task_id,
                     "state": "timeout",
@@ -182,12 +131,10 @@ class Delegation:
         return self._public(await self._task(task_id))
 
     async def status(self, *, task_id: str, caller_thread_id: int, wait_ms: float | None) -> dict[str, Any]:
-        task = await self.db.fetchone(
-            "SELECT * FROM a2a_tasks WHERE id = ? AND caller_thread_id = ?", (task_id, caller_thread_id)
-        )
+        task = await self.db.read(tasks.a2a_task, task_id, caller_thread_id=caller_thread_id)
         if task is None:
             raise DelegationError(f"no task {task_id!r} was started from this conversation")
-        if wait_ms and task["state"] not in TERMINAL:
+        if wait_ms and task.state not in TERMINAL:
             done = self._done.setdefault(task_id, asyncio.Event())
             try:
                 with self.park():
@@ -197,16 +144,18 @@ class Delegation:
             task = await self._task(task_id)
         return self._public(task)
 
-    async def _task(self, task_id: str) -> Any:
-        return await self.db.fetchone("SELECT * FROM a2a_tasks WHERE id = ?", (task_id,))
+    async def _task(self, task_id: str) -> A2ATask:
+        task = await self.db.read(tasks.a2a_task, task_id)
+        assert task is not None  # tasks are never deleted while their thread exists
+        return task
 
     @staticmethod
-    def _public(task: Any) -> dict[str, Any]:
-        out = {"task_id": task["id"], "state": task["state"], "target_persona": task["target_persona"]}
-        if task["result"] is not None:
-            out["result"] = task["result"]
-        if task["error"]:
-            out["error"] = task["error"]
+    def _public(task: A2ATask) -> dict[str, Any]:
+        out = {"task_id": task.id, "state": task.state, "target_persona": task.target_persona}
+        if task.result is not None:
+            out["result"] = task.result
+        if task.error:
+            out["error"] = task.error
         return out
 
     # ------------------------------------------------------------ background agents
@@ -237,39 +186,26 @@ class Delegation:
         minutes = max(MIN_BACKGROUND_MINUTES, timeout_minutes or self.settings.background_timeout_minutes)
         task_id = uuid.uuid4().hex[:16]
 
-        def submit(conn: sqlite3.Connection) -> int:
-            (running,) = conn.execute(
-                "SELECT COUNT(*) FROM background_tasks WHERE state IN ('queued', 'running')"
-            ).fetchone()
-            if running >= self.settings.background_concurrency:
-                raise DelegationError(
-                    f"{running} background tasks are already running (limit {self.settings.background_concurrency}); "
-                    "wait for one to finish or cancel one"
-                )
-            now = time.time()
-            thread_id = _new_thread(conn, BACKGROUND_CHANNEL, task_id, profile, now)
-            conn.execute(
-                "INSERT INTO background_tasks (id, persona, profile, origin_thread_id, thread_id, prompt, provider, "
-                "working_directory, timeout_seconds, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task_id,
-                    persona,
-                    profile,
-                    origin_thread_id,
-                    thread_id,
-                    prompt,
-                    provider,
-                    str(workdir),
-                    minutes * 60,
-                    now,
-                    now,
-                ),
+        task = NewBackgroundTask(
+            id=task_id,
+            persona=persona,
+            profile=profile,
+            origin_thread_id=origin_thread_id,
+            prompt=prompt,
+            text=f"{prompt}\n\n[working directory: {workdir}]",
+            provider=provider,
+            working_directory=str(workdir),
+            timeout_seconds=minutes * 60,
+        )
+        try:
+            thread_id = await self.db.run_transaction(
+                tasks.open_task, task, limit=self.settings.background_concurrency, now=time.time()
             )
-            text = f"{prompt}\n\n[working directory: {workdir}]"
-            _queue_message(conn, thread_id, "user", text, now, sender=persona)
-            return thread_id
-
-        thread_id = await self.db.run_transaction(submit)
+        except TaskLimitError as exc:
+            raise DelegationError(
+                f"{exc.active} background tasks are already running (limit {exc.limit}); "
+                "wait for one to finish or cancel one"
+            ) from None
         self.notify(thread_id)
         return {"taskId": task_id, "state": "queued", "profile": profile, "timeoutMinutes": minutes}
 
@@ -286,31 +222,27 @@ class Delegation:
         target.mkdir(parents=True, exist_ok=True)
         return target
 
-    async def background(self, task_id: str, origin_thread_id: int) -> Any:
-        task = await self.db.fetchone(
-            "SELECT * FROM background_tasks WHERE id = ? AND origin_thread_id = ?",
-            (task_id, origin_thread_id),
-        )
+    async def background(self, task_id: str, origin_thread_id: int) -> BackgroundTask:
+        task = await self.db.read(tasks.background_task, task_id, origin_thread_id)
         if task is None:
             raise DelegationError(f"no background task {task_id!r} was started from this conversation")
         return task
 
     async def cancel_background(self, task_id: str, origin_thread_id: int) -> dict[str, Any]:
         task = await self.background(task_id, origin_thread_id)
-        if task["state"] in TERMINAL:
-            return {"taskId": task_id, "state": task["state"]}
-        changed = await self.db.execute(
-            "UPDATE background_tasks SET state = 'canceled', updated_at = ? WHERE id = ? AND state IN ('queued', 'running')",
-            (time.time(), task_id),
-        )
-        await self.db.execute(
-            "UPDATE queue_items SET status = 'canceled', updated_at = ? WHERE thread_id = ? AND status = 'pending'",
-            (time.time(), task["thread_id"]),
-        )
-        self.cancel_turn(task["thread_id"])
+        if task.state in TERMINAL:
+            return {"taskId": task_id, "state": task.state}
+
+        def cancel(conn: sqlite3.Connection) -> bool:
+            changed = tasks.cancel_background_task(conn, task_id, time.time())
+            cancel_pending(conn, task.thread_id, time.time())
+            return changed
+
+        changed = await self.db.run_transaction(cancel)
+        self.cancel_turn(task.thread_id)
         return {
             "taskId": task_id,
-            "state": "canceled" if changed else (await self.background(task_id, origin_thread_id))["state"],
+            "state": "canceled" if changed else (await self.background(task_id, origin_thread_id)).state,
         }
 
     # ------------------------------------------------------------ turn hooks
@@ -320,53 +252,40 @@ class Delegation:
         spawns sessions of its own), the provider override, and the task's timeout."""
         if thread.channel != BACKGROUND_CHANNEL:
             return persona, None
-        task = await self.db.fetchone(
-            "SELECT provider, timeout_seconds FROM background_tasks WHERE thread_id = ?", (thread.id,)
-        )
+        task = await self.db.read(tasks.background_task_of_thread, thread.id)
         labels = tuple(label for label in persona.capabilities if not label.startswith(BACKGROUND_LABEL))
         persona = replace(persona, capabilities=labels)
         if task is None:
             return persona, None
-        if task["provider"]:
-            persona = replace(persona, provider=task["provider"])
-        return persona, task["timeout_seconds"]
+        if task.provider:
+            persona = replace(persona, provider=task.provider)
+        return persona, task.timeout_seconds
 
     async def turn_started(self, thread: ThreadRow, batch: Batch, run_id: int) -> None:
-        table = self._table(thread)
-        if table:
-            await self.db.execute(
-                f"UPDATE {table} SET state = ?, updated_at = ? WHERE {self._thread_col(table)} = ? "
-                "AND state IN ('submitted', 'queued')",
-                ("working" if table == "a2a_tasks" else "running", time.time(), thread.id),
-            )
+        kind = self._kind(thread)
+        if kind:
+            await self.db.run_transaction(tasks.mark_working, kind, thread.id, time.time())
 
     async def turn_ended(
         self, thread: ThreadRow, batch: Batch, status: str, text: str, error: str | None
     ) -> None:
-        table = self._table(thread)
-        if table is None:
+        kind = self._kind(thread)
+        if kind is None:
             return
         state = {"completed": "completed", "failed": "failed", "canceled": "canceled"}[status]
-        col = self._thread_col(table)
 
         def finish(conn: sqlite3.Connection) -> tuple[str, int | None] | None:
-            task = conn.execute(f"SELECT * FROM {table} WHERE {col} = ?", (thread.id,)).fetchone()
-            if task is None or task["state"] in TERMINAL:
-                return None
             now = time.time()
-            conn.execute(
-                f"UPDATE {table} SET state = ?, result = ?, error = ?, updated_at = ? WHERE id = ?",
-                (state, text or None, error, now, task["id"]),
+            task = tasks.finish_task(
+                conn, kind, thread.id, state=state, result=text or None, error=error, now=now
             )
-            origin, deliver = (
-                (task["caller_thread_id"], task["deliver"])
-                if table == "a2a_tasks"
-                else (task["origin_thread_id"], 1)
-            )
-            if not deliver:
-                return task["id"], None
-            _queue_message(conn, origin, "system", _result_notice(table, task, state, text, error), now)
-            return task["id"], origin
+            if task is None:
+                return None
+            origin = task.report_to
+            if origin is None:
+                return task.id, None
+            tasks.post_message(conn, origin, "system", _result_notice(task, state, text, error), now)
+            return task.id, origin
 
         outcome = await self.db.run_transaction(finish)
         if outcome is None:
@@ -379,18 +298,19 @@ class Delegation:
             event.set()
 
     @staticmethod
-    def _table(thread: ThreadRow) -> str | None:
-        return {A2A_CHANNEL: "a2a_tasks", BACKGROUND_CHANNEL: "background_tasks"}.get(thread.channel)
+    def _kind(thread: ThreadRow) -> TaskKind | None:
+        """Which kind of task runs in ``thread``, if any."""
+        if thread.channel == A2A_CHANNEL:
+            return "a2a"
+        if thread.channel == BACKGROUND_CHANNEL:
+            return "background"
+        return None
 
-    @staticmethod
-    def _thread_col(table: str) -> str:
-        return "target_thread_id" if table == "a2a_tasks" else "thread_id"
 
-
-def _result_notice(table: str, task: Any, state: str, text: str, error: str | None) -> str:
-    if table == "a2a_tasks":
-        head = f"Task {task['id']} delegated to {task['target_persona']} {state}"
+def _result_notice(task: A2ATask | BackgroundTask, state: str, text: str, error: str | None) -> str:
+    if isinstance(task, A2ATask):
+        head = f"Task {task.id} delegated to {task.target_persona} {state}"
     else:
-        head = f"Background task {task['id']} ({task['profile']}) {state}"
+        head = f"Background task {task.id} ({task.profile}) {state}"
     body = text if state == "completed" else (error or "no result")
     return f"{head}:\n\n{body}"

@@ -21,6 +21,7 @@ __all__ = [
     "Batch",
     "DeadLetter",
     "QueueItem",
+    "cancel_pending",
     "complete_items",
     "count_by_status",
     "dead_letters",
@@ -191,6 +192,15 @@ def end_items(conn: sqlite3.Connection, ids: Sequence[int], status: str, error: 
         "AND status = 'leased'",
         (status, error, now, *ids),
     )
+
+
+def cancel_pending(conn: sqlite3.Connection, thread_id: int, now: float) -> int:
+    """The thread's pending items are ``canceled`` (its task was); returns how many."""
+    cursor = conn.execute(
+        "UPDATE queue_items SET status = 'canceled', updated_at = ? WHERE thread_id = ? AND status = 'pending'",
+        (now, thread_id),
+    )
+    return cursor.rowcount
 
 
 def recover_leases(conn: sqlite3.Connection, max_attempts: int, now: float) -> int:

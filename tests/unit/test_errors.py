@@ -29,6 +29,7 @@ from gateway.runtime.model import ProviderError
 from gateway.runtime.providers.retry import RetryableError
 from gateway.scheduling.cron import ScheduleError
 from gateway.store.db import SchemaTooNewError
+from gateway.store.delegation import TaskLimitError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
 from gateway.subagents.files import WorkspaceError
 from gateway.subagents.output import OutputError
@@ -57,6 +58,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SubagentError: RefusedError,
     SubagentRefusedError: RefusedError,
     SubagentUnavailableError: RefusedError,
+    TaskLimitError: RefusedError,
     WorkspaceError: RefusedError,
     ToolError: RefusedError,
     BridgeUnavailableError: TransientError,

@@ -36,15 +36,13 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> Any:
     if action == "cancel":
         return await guarded(service.cancel_background(task_id, ctx.thread_id))
     task = await guarded(service.background(task_id, ctx.thread_id))
-    out = {"taskId": task["id"], "state": task["state"], "profile": task["profile"]}
+    out = {"taskId": task.id, "state": task.state, "profile": task.profile}
     if action == "result":
-        if task["state"] not in ("completed", "failed", "canceled"):
-            raise ToolError(
-                f"task {task_id} is still {task['state']}; its result is posted here when it ends"
-            )
-        out["result"] = task["result"]
-        if task["error"]:
-            out["error"] = task["error"]
+        if task.state not in ("completed", "failed", "canceled"):
+            raise ToolError(f"task {task_id} is still {task.state}; its result is posted here when it ends")
+        out["result"] = task.result
+        if task.error:
+            out["error"] = task.error
     return out
 
 
