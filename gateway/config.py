@@ -14,16 +14,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from gateway.backoff import Backoff
+from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.errors import ConfigError
 
 DEFAULT_CONFIG = "talon.yaml"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_NAME = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+_NAME = NAME_PATTERN
 
 
 class _Strict(BaseModel):
@@ -443,11 +443,7 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
         if path is None and not os.environ.get("TALON_CONFIG"):
             return _embedded_defaults()
         raise ConfigError([f"{file}: no such config file; create one with `talon init DIR` or pass -c PATH"])
-    try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{file}: not valid YAML: {exc}"]) from None
-    return _validate(raw, file.parent)
+    return _validate(read_yaml(file) or {}, file.parent, str(file))
 
 
 def embedded_defaults_in_use(path: str | os.PathLike[str] | None) -> bool:
@@ -459,23 +455,24 @@ def _embedded_defaults() -> Settings:
     """The `talon init` config, run from the current directory: a console channel bound to
     the packaged `assistant` persona, data in ./data, `.env` read from here."""
     template = resources.files("gateway") / "templates" / "init"
-    raw = yaml.safe_load((template / "talon.yaml").read_text(encoding="utf-8"))
+    raw = read_yaml(Path(str(template / "talon.yaml")))
     raw["personas_dir"] = str(Path(str(template / "personas")))
-    return _validate(raw, Path.cwd())
+    return _validate(raw, Path.cwd(), "the built-in talon.yaml")
 
 
-def _validate(raw: Any, config_dir: Path) -> Settings:
+def _validate(raw: Any, config_dir: Path, shown: str) -> Settings:
     if not isinstance(raw, dict):
-        raise ConfigError(["the top level must be a mapping of keys such as data_dir, channels"])
+        raise ConfigError([f"{shown}: the top level must be a mapping of keys such as data_dir, channels"])
     missing: dict[str, str] = {}
-    raw = substitute_env(raw, load_env(config_dir), missing)
+    used: dict[str, str] = {}
+    raw = substitute_env(raw, load_env(config_dir), missing, used)
     raw["config_dir"] = config_dir.resolve()
     problems: list[str] = []
     settings: Settings | None = None
     try:
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
-        problems = _describe(exc, raw, missing)
+        problems = _describe(exc, raw, missing, env_origins(used, config_dir))
     reported = {p.split(":", 1)[0] for p in problems}
     problems += [p for p in _cross_check(raw) if p.split(":", 1)[0] not in reported]
     if problems or settings is None:
@@ -483,9 +480,12 @@ def _validate(raw: Any, config_dir: Path) -> Settings:
     return settings
 
 
-def substitute_env(raw: Any, env: dict[str, str], missing: dict[str, str]) -> Any:
-    """Replace ``${VAR}`` and ``${VAR:-default}``; record unset variables by key path."""
-    return _substitute(raw, env, missing, "")
+def substitute_env(
+    raw: Any, env: dict[str, str], missing: dict[str, str], used: dict[str, str] | None = None
+) -> Any:
+    """Replace ``${VAR}`` and ``${VAR:-default}``; record by key path the variables that are
+    unset (``missing``) and those whose value was put in (``used``)."""
+    return _substitute(raw, env, missing, "", {} if used is None else used)
 
 
 def load_env(config_dir: Path) -> dict[str, str]:
@@ -494,16 +494,29 @@ def load_env(config_dir: Path) -> dict[str, str]:
     return {**dotenv, **os.environ}
 
 
-def _substitute(node: Any, env: dict[str, str], missing: dict[str, str], path: str) -> Any:
+def env_origins(used: dict[str, str], config_dir: Path) -> dict[str, str]:
+    """For each key path in ``used`` (key path -> variable), where its variable's value came
+    from: the environment, which wins, or ``.env`` beside the config."""
+    dotenv_file = config_dir / ".env"
+    return {
+        path: f"the environment variable {var}" if var in os.environ else f"{var} in {dotenv_file}"
+        for path, var in used.items()
+    }
+
+
+def _substitute(
+    node: Any, env: dict[str, str], missing: dict[str, str], path: str, used: dict[str, str]
+) -> Any:
     if isinstance(node, dict):
-        return {k: _substitute(v, env, missing, _join(path, str(k))) for k, v in node.items()}
+        return {k: _substitute(v, env, missing, _join(path, str(k)), used) for k, v in node.items()}
     if isinstance(node, list):
-        return [_substitute(v, env, missing, f"{path}[{i}]") for i, v in enumerate(node)]
+        return [_substitute(v, env, missing, f"{path}[{i}]", used) for i, v in enumerate(node)]
     if isinstance(node, str) and "${" in node:
 
         def repl(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if env.get(name):
+                used[path] = name
                 return env[name]
             if default is not None:
                 return default
@@ -536,25 +549,20 @@ def _loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
     return out or "(top level)"
 
 
-def _describe(exc: ValidationError, raw: dict[str, Any], missing: dict[str, str]) -> list[str]:
+def _describe(
+    exc: ValidationError, raw: dict[str, Any], missing: dict[str, str], origins: dict[str, str]
+) -> list[str]:
+    def where(loc: tuple[Any, ...]) -> str:
+        return _loc(loc, raw)
+
     problems = []
-    for err in exc.errors():
-        where = _loc(err["loc"], raw)
-        kind = err["type"]
-        if kind == "extra_forbidden":
-            problems.append(f"{where}: unknown key; remove it or check its spelling")
-        elif kind == "missing":
-            problems.append(f"{where}: required; add it")
-        elif kind == "union_tag_invalid" or kind == "union_tag_not_found":
-            problems.append(f"{where}.type: must be one of console, telegram, slack, discord")
-        elif where in missing:
-            problems.append(
-                f"{where}: ${{{missing[where]}}} is not set; set {missing[where]} in .env or the environment"
-            )
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{where}: {msg}")
-    return problems
+    described = describe_validation(exc, Settings, where=where, origins=origins)
+    for err, text in zip(exc.errors(), described, strict=True):
+        path = where(tuple(err["loc"]))
+        if path in missing:  # the value is wrong because its variable is unset
+            text = f"{path}: ${{{missing[path]}}} is not set; set {missing[path]} in .env or the environment"
+        problems.append(text)
+    return list(dict.fromkeys(problems))
 
 
 def _cross_check(raw: dict[str, Any]) -> list[str]:
@@ -584,8 +592,10 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
     bindings = raw.get("bindings") if isinstance(raw.get("bindings"), list) else []
     for i, b in enumerate(bindings):
         if isinstance(b, dict) and b.get("channel") not in names:
+            guess = did_you_mean(str(b.get("channel")), [str(n) for n in names])
             problems.append(
                 f"bindings[{i}].channel: no channel named {b.get('channel')!r}; "
-                f"use one of {', '.join(str(n) for n in names) or '(none)'}"
+                + (f"did you mean {guess!r}? " if guess else "")
+                + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'}"
             )
     return problems

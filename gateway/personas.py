@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.config import ConfigError, Settings, load_env, substitute_env
+from gateway.config import ConfigError, Settings, env_origins, load_env, substitute_env
+from gateway.config_errors import describe_validation, did_you_mean, model_ref_problem, read_yaml
 from gateway.labels import label_problem
 
 log = logging.getLogger("talon.personas")
@@ -101,19 +101,28 @@ def load_personas(settings: Settings) -> dict[str, Persona]:
     if not root.is_dir():
         raise ConfigError([f"personas_dir: {root} does not exist; create it or run `talon init`"])
     env = load_env(settings.config_dir)
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    for folder in folders:
         persona = _load_one(folder, settings, env, problems)
         if persona:
             personas[persona.name] = persona
+    names = [f.name for f in folders]
     for i, binding in enumerate(settings.bindings):
-        if binding.persona not in personas:
+        # A folder that failed to load has its own problem above; its bindings add none.
+        if binding.persona not in names:
+            guess = did_you_mean(binding.persona, names)
             problems.append(
                 f"bindings[{i}].persona: no persona named {binding.persona!r} in {root}; "
-                f"create personas/{binding.persona}/ or use one of {', '.join(personas) or '(none)'}"
+                + (f"did you mean {guess!r}? " if guess else "")
+                + f"create personas/{binding.persona}/ or use one of {', '.join(names) or '(none yet)'}"
             )
     if problems:
         raise ConfigError(problems)
     return personas
+
+
+def _key_path(loc: tuple[str | int, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(top level)"
 
 
 def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: list[str]) -> Persona | None:
@@ -123,27 +132,25 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         problems.append(f"{where}/persona.yaml: missing; every persona folder needs one")
         return None
     try:
-        raw = yaml.safe_load(spec_file.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        problems.append(f"{where}/persona.yaml: not valid YAML: {exc}")
+        raw = read_yaml(spec_file, f"{where}/persona.yaml") or {}
+    except ConfigError as exc:
+        problems += exc.problems
         return None
     missing: dict[str, str] = {}
-    raw = substitute_env(raw, env, missing)
+    used: dict[str, str] = {}
+    raw = substitute_env(raw, env, missing, used)
+    origins = env_origins(used, settings.config_dir)
     try:
         spec = PersonaFile.model_validate(raw)
     except ValidationError as exc:
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"])
-            fix = "remove it" if err["type"] == "extra_forbidden" else err["msg"]
-            problems.append(f"{where}/persona.yaml: {key}: {fix}")
+        shown = describe_validation(exc, PersonaFile, where=_key_path, origins=origins)
+        problems += [f"{where}/persona.yaml: {p}" for p in shown]
+        return None
+    wrong_model = model_ref_problem(spec.model, list(settings.providers), origins.get("model"))
+    if wrong_model:
+        problems.append(f"{where}/persona.yaml: model: {wrong_model}")
         return None
     provider, _, model = spec.model.partition(":")
-    if not model or provider not in settings.providers:
-        problems.append(
-            f"{where}/persona.yaml: model: {spec.model!r} must be '<provider>:<model>' with a provider "
-            f"from talon.yaml ({', '.join(settings.providers) or 'none configured'})"
-        )
-        return None
     prov = settings.providers[provider]
     if prov.type == "anthropic" and not prov.api_key:
         # Not fatal: the daemon (and every other persona) still runs; this persona's turns

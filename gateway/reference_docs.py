@@ -20,7 +20,6 @@ import argparse
 import json
 import re
 import sys
-import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
+
+from gateway.model_types import is_model, union_members
 
 __all__ = [
     "COMMAND",
@@ -77,24 +78,6 @@ class Row:
 
 
 # ---------------------------------------------------------------- walking the models
-
-
-def _unwrap(tp: Any) -> Any:
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def union_members(tp: Any) -> tuple[Any, ...]:
-    """The alternatives of a union (``X | None`` included), else ``(tp,)``."""
-    tp = _unwrap(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return tuple(_unwrap(a) for a in typing.get_args(tp))
-    return (tp,)
-
-
-def is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
 def _nested_model(tp: Any) -> type[BaseModel] | None:

@@ -112,8 +112,11 @@ def test_persona_problems_name_the_file_and_fix(tmp_path: Path, caplog: pytest.L
     with pytest.raises(ConfigError) as err:
         load_personas(load_settings(config))
     text = str(err.value)
-    assert "personas/typo/persona.yaml: model: 'lokal:llama' must be '<provider>:<model>'" in text
+    assert (
+        "personas/typo/persona.yaml: model: 'lokal:llama' names the provider 'lokal', which talon.yaml "
+        "does not define; did you mean local? use one of local, claude"
+    ) in text
     assert "providers.claude.api_key: empty, but personas/keyless uses it" in caplog.text  # a warning only
     assert "personas/badlabel/persona.yaml: capabilities[0]:" in text and "chanel.send" in text
-    assert "personas/extra/persona.yaml: colour: remove it" in text
+    assert "personas/extra/persona.yaml: colour: unknown key; remove it or check its spelling" in text
     assert "bindings[0].persona: no persona named 'ghost'" in text
