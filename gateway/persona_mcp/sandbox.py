@@ -12,17 +12,26 @@ can read another process's command line.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.client.stdio import get_default_environment
 
-from gateway.errors import ConfigError
 from gateway.persona_mcp.settings import StdioServerSettings
+from gateway.sandbox import (
+    DEFAULT_BWRAP,
+    SYSTEM_PATH,
+    Mount,
+    SandboxError,
+    SandboxSpec,
+    bwrap_arguments,
+    find_bwrap,
+    missing_message,
+    unset_names,
+)
+from gateway.sandbox import sandbox_problem as shared_sandbox_problem
 
 __all__ = [
     "DEFAULT_BWRAP",
@@ -34,28 +43,8 @@ __all__ = [
     "sandbox_problem",
 ]
 
-DEFAULT_BWRAP = "bwrap"
-SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 _SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
-_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# What ordinary programs need from /etc: the loader cache, certificates, users, time zone.
-_ETC_ALWAYS = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/pki",
-    "/etc/alternatives",
-    "/etc/localtime",
-    "/etc/passwd",
-    "/etc/group",
-)
-_ETC_NETWORK = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf")
-
-
-class SandboxError(ConfigError):
-    """A server cannot be launched as configured; the message says what to change."""
+_FIX = "set sandbox: none for the servers that use it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,45 +66,13 @@ class LaunchSpec:
     sandboxed: bool
 
 
-def find_bwrap(bwrap: str = DEFAULT_BWRAP) -> str | None:
-    """The absolute path of the bubblewrap binary ``bwrap`` names, or None when there is none."""
-    if "/" in bwrap:
-        return bwrap if os.path.isfile(bwrap) and os.access(bwrap, os.X_OK) else None
-    return shutil.which(bwrap)
-
-
 def sandbox_problem(bwrap: str = DEFAULT_BWRAP) -> str | None:
-    """Why sandboxed MCP servers cannot run here, or None when they can (for ``talon doctor``).
-
-    Runs a trivial program under bubblewrap once per binary and caches the answer.
-    """
-    path = find_bwrap(bwrap)
-    if path is None:
-        return _missing(bwrap, "the servers that use it")
-    return _probe(path)
-
-
-@functools.lru_cache(maxsize=8)
-def _probe(path: str) -> str | None:
-    true = shutil.which("true", path=SYSTEM_PATH) or "/bin/true"
-    cmd = [path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--", true]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=10, env={"PATH": SYSTEM_PATH})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap ({path}) could not be run: {exc}"
-    if done.returncode != 0:
-        detail = (done.stderr or "").strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        return (
-            f"bubblewrap ({path}) cannot create a sandbox here: {detail[0]}; allow unprivileged user "
-            "namespaces (sysctl kernel.unprivileged_userns_clone=1, or the AppArmor userns policy) "
-            "or set sandbox: none for the servers that need it"
-        )
-    return None
+    """Why sandboxed MCP servers cannot run here, or None when they can (for ``talon doctor``)."""
+    return shared_sandbox_problem(bwrap, _FIX)
 
 
 def _missing(bwrap: str, server: str) -> str:
-    name = "bwrap" if bwrap == DEFAULT_BWRAP else bwrap
-    return f"bubblewrap ({name}) is not installed; install it or set sandbox: none for {server}"
+    return missing_message(bwrap, f"set sandbox: none for {server}")
 
 
 def base_environment(workspace: Path, extra_path: str | None = None) -> dict[str, str]:
@@ -185,25 +142,15 @@ def _unconfined(command: str, args: list[str], env: dict[str, str]) -> tuple[str
 def _bwrap_args(
     settings: StdioServerSettings, workspace: Path, cwd: Path, roots: list[str], env: dict[str, str]
 ) -> list[str]:
-    args = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
-    if settings.network:
-        args.append("--share-net")
-    args += ["--ro-bind", "/usr", "/usr"]
-    for path in _SYSTEM_LINKS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-    for path in _ETC_ALWAYS + (_ETC_NETWORK if settings.network else ()):
-        args += ["--ro-bind-try", path, path]
-    for path in [*roots, *settings.read_only_paths]:
-        args += ["--ro-bind-try", path, path]
-    args += ["--bind", str(workspace), str(workspace), "--chdir", str(cwd)]
     # The MCP client adds a few of the daemon's own variables; take them out again.
-    for name in sorted(set(get_default_environment()) - set(env)):
-        args += ["--unsetenv", name]
-    return args
+    spec = SandboxSpec(
+        mounts=(Mount(str(workspace), str(workspace)),),
+        cwd=str(cwd),
+        network=settings.network,
+        read_only_paths=(*roots, *settings.read_only_paths),
+        unset=unset_names(get_default_environment(), list(env)),
+    )
+    return bwrap_arguments(spec)
 
 
 def _runtime_roots(command: str) -> list[str]:
