@@ -40,7 +40,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 
 from gateway.config import load_settings
-from gateway.labels import KNOWN_LABELS
+from gateway.labels import KNOWN_LABELS, example_label
 from gateway.personas import load_personas
 from gateway.store.db import DB_FILE, open_database
 from tests.e2e.daemon import TALON, Daemon, talon_env
@@ -64,10 +64,7 @@ TRANSPORTS = ("talon", "sdk")
 
 
 def every_label() -> list[str]:
-    out = []
-    for prefix, scope in KNOWN_LABELS.items():
-        out.append(prefix if scope is None else (f"{prefix}:*" if scope == "<name>" else f"{prefix}:{scope}"))
-    return out
+    return [example_label(prefix) for prefix in KNOWN_LABELS]
 
 
 def pct(values: list[float], p: float) -> float:

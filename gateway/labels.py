@@ -1,7 +1,8 @@
 """Capability labels: the grammar ``domain.action[:scope]`` and the one decision function.
 
 A persona's ``capabilities`` list holds labels such as ``channel.send:team-slack`` or
-``db.query:own``. A tool is listed to a persona only when one of its labels carries the
+``db.query:own``. A prefix takes no scope, a name chosen by the operator (or ``*``), or one
+of a fixed list of scope words written ``a|b``, narrowest first (``fs.read:thread|persona``). A tool is listed to a persona only when one of its labels carries the
 tool's prefix, and the bridge asks :func:`check` again before running the tool, this time
 enforcing the label's scope against the call's arguments. Both paths go through
 :func:`_grants`, so listing and execution can never disagree.
@@ -23,10 +24,13 @@ from typing import Any, Protocol
 __all__ = [
     "ANY",
     "KNOWN_LABELS",
+    "WORKSPACE_SCOPES",
     "Decision",
     "LabelledTool",
     "ParsedLabel",
     "check",
+    "example_label",
+    "granted_scopes",
     "label_problem",
     "may_list",
     "parse_label",
@@ -45,6 +49,16 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "subagent.invoke": None,
     "subagent.background": None,
     "persona.send": _NAMED,
+    "fs.read": "thread|persona",
+    "fs.write": "thread|persona",
+    "shell.exec": "sandbox",
+    "git.read": None,
+}
+# What each scope word of the workspace labels opens: ``thread`` the thread's workspace
+# (``/workspace``), ``persona`` that and the persona's shared workspace (``/shared``).
+WORKSPACE_SCOPES: Mapping[str, tuple[str, ...]] = {
+    "thread": ("/workspace",),
+    "persona": ("/workspace", "/shared"),
 }
 # How a named scope is described in messages.
 _NAMED_HINT = {"channel.send": "<channel>", "persona.send": "<persona>"}
@@ -144,9 +158,34 @@ def label_problem(label: Any) -> str | None:
                 f"(letters, digits, '-' and '_'); write {_usage(prefix)!r}"
             )
         return None
-    if scope != expected:
-        return f"capability label {label!r}: {prefix} only takes the scope {expected!r}; write {_usage(prefix)!r}"
+    words = _words(expected)
+    if scope not in words:
+        only = f"the scope {expected!r}" if len(words) == 1 else f"one of the scopes {', '.join(words)}"
+        return f"capability label {label!r}: {prefix} only takes {only}; write {_usage(prefix)!r}"
     return None
+
+
+def _words(scope: str) -> tuple[str, ...]:
+    return tuple(scope.split("|"))
+
+
+def example_label(prefix: str) -> str:
+    """The widest valid label of ``prefix``: ``git.read``, ``channel.send:*``, ``fs.read:persona``."""
+    scope = KNOWN_LABELS[prefix]
+    if scope is None:
+        return prefix
+    if scope == _NAMED:
+        return f"{prefix}:{ANY}"
+    return f"{prefix}:{_words(scope)[-1]}"
+
+
+def granted_scopes(labels: Iterable[str], prefix: str) -> frozenset[str]:
+    """The scopes of the valid labels in ``labels`` that carry ``prefix`` (``{"thread"}``).
+
+    Tools whose scope is not one argument (the workspace tools: the scope decides which
+    roots a path may reach) ask this; it reads the same grants as :func:`check`.
+    """
+    return frozenset(g.scope for g in _grants(labels, prefix) if g.scope is not None)
 
 
 def _grants(labels: Iterable[str], prefix: str) -> list[ParsedLabel]:

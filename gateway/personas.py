@@ -31,6 +31,18 @@ class _PersonaNetHttp(BaseModel):
     )
 
 
+class _PersonaWorkspace(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = Field(
+        None,
+        description="the folder the file tools and the shell see as /shared (a checked-out repository, say); "
+        "relative to the persona folder; null = <data_dir>/workspaces/<persona>/shared",
+    )
+    read_only: bool = Field(
+        False, description="true: /shared can be read but not written, by tools and shell"
+    )
+
+
 class PersonaFile(BaseModel):
     """The schema of persona.yaml."""
 
@@ -47,6 +59,9 @@ class PersonaFile(BaseModel):
     )
     net_http: _PersonaNetHttp = Field(
         default_factory=_PersonaNetHttp, description="this persona's net_http settings"
+    )
+    workspace: _PersonaWorkspace = Field(
+        default_factory=_PersonaWorkspace, description="this persona's shared workspace, /shared"
     )
     max_turns: int | None = Field(
         None, ge=1, le=100, description="overrides agent.max_turns; null = that value"
@@ -68,6 +83,8 @@ class Persona:
     skills: tuple[str, ...] = ()
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     allowed_domains: tuple[str, ...] = ()
+    shared_path: Path | None = None  # the operator's folder for /shared; None = the default
+    shared_read_only: bool = False
     max_turns: int | None = None
     max_tokens: int | None = None
 
@@ -167,6 +184,11 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         why = label_problem(label)
         if why:
             problems.append(f"{where}/persona.yaml: capabilities[{i}]: {why}")
+    if spec.workspace.path and not (folder / spec.workspace.path).is_dir():
+        problems.append(
+            f"{where}/persona.yaml: workspace.path: {(folder / spec.workspace.path)} is not a folder; "
+            "create it, or remove the key to use <data_dir>/workspaces/<persona>/shared"
+        )
     from gateway.persona_mcp.settings import mcp_server_problems
 
     problems += mcp_server_problems(folder.name, spec.mcp_servers)
@@ -190,6 +212,8 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         skills=tuple(spec.skills),
         mcp_servers=spec.mcp_servers,
         allowed_domains=tuple(spec.net_http.allowed_domains),
+        shared_path=(folder / spec.workspace.path).resolve() if spec.workspace.path else None,
+        shared_read_only=spec.workspace.read_only,
         max_turns=spec.max_turns,
         max_tokens=spec.max_tokens,
     )

@@ -349,6 +349,10 @@ def capability_reference() -> str:
             allows = "`*` allows any value; a name allows " + "; ".join(checks)
             if unscoped:
                 allows += f" ({', '.join(unscoped)} with any scope)"
+        elif "|" in scope:
+            words = scope.split("|")
+            label = ", ".join(f"`{prefix}:{w}`" for w in words)
+            allows = "one of " + ", ".join(f"`{w}`" for w in words)
         else:
             label, allows = f"`{prefix}:{scope}`", f"only `{scope}`"
         names = ", ".join(f"[`{t.mcp_name}`](#{t.mcp_name})" for t in listed)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gateway.labels import KNOWN_LABELS
+from gateway.labels import KNOWN_LABELS, example_label
 from tests.integration.host_tools.conftest import BridgeEnv, make_bridge_env
 from tools import registry
 from tools.base import HostTool
@@ -27,15 +27,14 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "persona_list": {},
     "background_agent": {"action": "profiles"},
     "subagent_invoke": {"name": "no-such-subagent"},
+    "read_file": {"file_path": "/workspace/no-such-file.txt"},
+    "write_file": {"file_path": "/workspace/matrix.txt", "content": "hello"},
 }
 TOOLS = registry.all_tools()
 
 
 def _label(prefix: str) -> str:
-    scope = KNOWN_LABELS[prefix]
-    if scope is None:
-        return prefix
-    return f"{prefix}:*" if scope == "<name>" else f"{prefix}:{scope}"
+    return example_label(prefix)
 
 
 def _wrong_scope(tool: HostTool) -> str | None:

@@ -183,11 +183,12 @@ def test_listing_and_checking_agree() -> None:
 
 
 def test_registry_lists_each_host_tool_once_under_both_names() -> None:
-    from tools import registry
+    from tools import host, registry
 
     tools = registry.all_tools()
-    # The ten host tools of the reference, each once.
-    assert sorted(t.mcp_name for t in tools) == sorted(
+    # The ten host tools of the reference, each once, are the host family.
+    assert [t for t in tools if t in host.TOOLS] == list(host.TOOLS)
+    assert sorted(t.mcp_name for t in host.TOOLS) == sorted(
         [
             "schedule_manage",
             "channel_send",
@@ -226,6 +227,10 @@ def test_registry_offers_tools_by_label() -> None:
             "subagent.invoke",
             "subagent.background",
             "persona.send:*",
+            "fs.read:persona",
+            "fs.write:persona",
+            "shell.exec:sandbox",
+            "git.read",
         ]
     )
     assert every == registry.all_tools()

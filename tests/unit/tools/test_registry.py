@@ -38,7 +38,7 @@ def families(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_host_family_is_the_registry_in_reference_order() -> None:
-    assert registry.all_tools() == list(host.TOOLS)
+    assert registry.all_tools()[: len(host.TOOLS)] == list(host.TOOLS)
     assert len(host.TOOLS) == 10
 
 
@@ -46,7 +46,7 @@ def test_each_prefix_of_the_host_family_ships_its_instructions() -> None:
     for tool in registry.all_tools():
         packaged = registry.packaged_instructions(tool.prefix)
         assert packaged is not None and packaged.read_text(encoding="utf-8").startswith("## "), tool.prefix
-    assert registry.packaged_instructions("shell.exec") is None
+    assert registry.packaged_instructions("no.such") is None
 
 
 def test_instruction_files_come_from_the_family_of_their_prefix(families: Path) -> None:

@@ -1,0 +1,20 @@
+"""The workspace tools: files, search, JSON, documents, git and the sandboxed shell.
+
+They act only inside the path space of :mod:`tools.workspace.roots` (``/workspace``, the
+thread's files, and ``/shared``, the persona's), under the ``fs.read``, ``fs.write``,
+``shell.exec`` and ``git.read`` labels. ``TOOLS`` is this family's rows of
+:mod:`tools.registry`, in listing order; ``instructions/`` holds the packaged instruction file
+of each capability prefix, ``<prefix>.md``.
+"""
+
+from __future__ import annotations
+
+from tools.base import HostTool
+from tools.workspace import read_file, write_file
+
+__all__ = ["TOOLS"]
+
+TOOLS: tuple[HostTool, ...] = (
+    read_file.TOOL,
+    write_file.TOOL,
+)

@@ -1,0 +1,178 @@
+"""``read_file``: a text file with line numbers, a slice at a time.
+
+The file is read in bounded chunks: only the lines asked for are kept, a line longer than
+:data:`MAX_LINE_CHARS` is cut (the rest is skipped without being held), and the output stops at
+:data:`MAX_OUTPUT_CHARS`, so a huge file or a 1 GB line costs a bounded amount of memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from tools.base import HostTool, ToolContext, ToolError
+from tools.workspace.roots import WorkspaceRoots, open_regular
+
+__all__ = ["TOOL", "binary_refusal", "lines_of", "read_text"]
+
+DEFAULT_LIMIT = 2000
+MAX_LIMIT = 10_000
+MAX_LINE_CHARS = 2000
+MAX_OUTPUT_CHARS = 256_000
+HASH_UP_TO = 8 * 1024 * 1024  # files up to this size also get their sha256 in the result
+CHUNK = 64 * 1024
+SNIFF = 8192
+
+DOCUMENTS = frozenset({".pdf", ".docx", ".xlsx", ".pptx", ".zip", ".doc", ".xls", ".ppt", ".odt"})
+IMAGES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"})
+
+
+def binary_refusal(virtual: str) -> ToolError:
+    """The refusal for a file that is not text, pointing at the tool that reads it."""
+    suffix = os.path.splitext(virtual)[1].lower()
+    if suffix in IMAGES:
+        hint = "use view_image to look at an image"
+    elif suffix in DOCUMENTS:
+        hint = "use extract_document to read its text"
+    else:
+        hint = "use extract_document for Office, PDF and ZIP files"
+    return ToolError(f"{virtual!r} is a binary file, not text; {hint}")
+
+
+def _looks_binary(head: bytes) -> bool:
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 4  # a character cut at the end of the sample is fine
+    return False
+
+
+def lines_of(fd: int, digest: Any = None, *, keep: int = MAX_LINE_CHARS * 4) -> Iterator[tuple[bytes, int]]:
+    """Each line of ``fd`` as ``(its first keep bytes, how many bytes were skipped)``,
+    read in chunks; ``digest`` (a hashlib object) is fed every byte read."""
+    position = 0
+    line = bytearray()
+    skipped = 0
+    while True:
+        chunk = os.pread(fd, CHUNK, position)
+        if not chunk:
+            break
+        position += len(chunk)
+        if digest is not None:
+            digest.update(chunk)
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            room = keep - len(line)
+            line += piece[:room] if room > 0 else b""
+            skipped += max(len(piece) - max(room, 0), 0)
+            if end < 0:
+                break
+            yield bytes(line), skipped
+            line, skipped = bytearray(), 0
+            start = end + 1
+    if line or skipped:
+        yield bytes(line), skipped
+
+
+def _render(number: int, raw: bytes, skipped: int) -> str:
+    text = raw.decode("utf-8", "replace").removesuffix("\r")
+    if len(text) > MAX_LINE_CHARS:
+        skipped += len(text[MAX_LINE_CHARS:].encode())
+        text = text[:MAX_LINE_CHARS]
+    if skipped:
+        text += f" [... line cut at {MAX_LINE_CHARS} characters, {skipped} more bytes]"
+    return f"{number:6d}\t{text}"
+
+
+def _read(fd: int, size: int, virtual: str, offset: int, limit: int) -> str:
+    if _looks_binary(os.pread(fd, SNIFF, 0)):
+        raise binary_refusal(virtual)
+    digest = hashlib.sha256() if size <= HASH_UP_TO else None
+    out: list[str] = []
+    used = 0
+    number = 0
+    more = full = False
+    for number, (raw, skipped) in enumerate(lines_of(fd, digest), start=1):
+        if number < offset:
+            continue
+        if len(out) >= limit:
+            more = True
+            break
+        entry = _render(number, raw, skipped)
+        if used + len(entry) > MAX_OUTPUT_CHARS and out:
+            more = full = True
+            break
+        out.append(entry)
+        used += len(entry) + 1
+    if not out:
+        if number == 0:
+            return f"[{virtual} is empty]"
+        return f"[{virtual} has {number} lines; offset {offset} is past the end: send an offset from 1 to {number}]"
+    shown_to = offset + len(out) - 1
+    if more:
+        why = f"the {MAX_OUTPUT_CHARS}-character output limit" if full else f"limit {limit}"
+        out.append(f"[lines {offset}-{shown_to} shown ({why}); more follow: send offset={shown_to + 1}]")
+    elif digest is not None:
+        out.append(f"[end of file, {number} lines; sha256:{digest.hexdigest()}]")
+    else:
+        out.append(f"[end of file, {number} lines]")
+    return "\n".join(out)
+
+
+def read_text(roots: WorkspaceRoots, path: Any, offset: int = 1, limit: int = DEFAULT_LIMIT) -> str:
+    """Numbered lines ``offset`` to ``offset + limit - 1`` of a text file under the roots."""
+    with roots.resolved(path, what="file_path") as resolved:
+        fd, st = open_regular(resolved)
+    try:
+        return _read(fd, st.st_size, resolved.virtual, offset, limit)
+    finally:
+        os.close(fd)
+
+
+async def handle(ctx: ToolContext, args: dict[str, Any]) -> str:
+    roots = WorkspaceRoots.for_call(ctx, "read")
+    offset = args.get("offset", 1)
+    limit = args.get("limit", DEFAULT_LIMIT)
+    return await asyncio.to_thread(read_text, roots, args["file_path"], int(offset), int(limit))
+
+
+TOOL = HostTool(
+    mcp_name="read_file",
+    internal_name="fs.read_file",
+    prefix="fs.read",
+    description=(
+        "Read a text file with line numbers, from /workspace (this thread's files) or /shared. "
+        f"Supports partial reads via offset/limit (default {DEFAULT_LIMIT} lines). Binary files are "
+        "rejected; use extract_document instead."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "file_path": {
+                "type": "string",
+                "description": "Path to the file: /workspace/..., /shared/..., or relative to /workspace.",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Line number to start reading from (1-based). Defaults to 1.",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "description": f"Maximum number of lines to read. Defaults to {DEFAULT_LIMIT}.",
+            },
+        },
+        "required": ["file_path"],
+        "additionalProperties": False,
+    },
+    handler=handle,
+)
