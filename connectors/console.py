@@ -4,6 +4,13 @@ Its "platform" is the gateway itself: a console thread is named by the user
 (``--thread``), deliveries are pushed to the clients attached to that thread, and the
 outbox keeps the history. Clients drop deliveries they already have (by delivery id),
 so a delivery interrupted by a crash can safely be repeated (``idempotent_send``).
+
+A delivery no window printed is not lost: windows confirm what they showed (:meth:`seen`),
+and a window that opens the thread is first handed the rest (:meth:`unseen`).
+
+Replies are delivered as the model wrote them (the window renders them, ``talon chat -m``
+prints them as they are); only a reply past the console's limit is cut into chunks by the
+Markdown renderer, which closes and reopens what a cut would break.
 """
 
 from __future__ import annotations
@@ -26,16 +33,22 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from gateway.store.console import mark_seen, unseen_rows
+from gateway.store.db import Database
 from gateway.subscriptions import Subscriptions
 
 Delivery = dict[str, Any]
+
+BACKLOG = 200
+"""The most unseen chunks a window that opens a thread is shown (the newest ones)."""
 
 
 class ConsoleConnector:
     idempotent_send = True
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, db: Database):
         self.name = name
+        self.db = db
         self.health = ConnectorHealth()
         self._intake: IntakeHandler | None = None
         self._listeners: Subscriptions[str, Delivery] = Subscriptions()
@@ -76,8 +89,12 @@ class ConsoleConnector:
         return await self._intake(event)
 
     def render(self, markdown: str) -> list[RenderedChunk]:
-        from connectors.render import render_markdown
+        from connectors.render import LIMITS, plain_text, render_markdown, utf16_len
 
+        if not markdown.strip():
+            return []
+        if utf16_len(markdown) <= LIMITS["console"]:
+            return [RenderedChunk(markdown, plain_text(markdown), "markdown")]
         return render_markdown(markdown, "console")
 
     async def send(self, item: OutboundChunk) -> SendResult:
@@ -93,6 +110,16 @@ class ConsoleConnector:
     ) -> AbstractContextManager[asyncio.Queue[Delivery]]:
         """Receive this thread's deliveries (into ``queue`` when given) while the context is open."""
         return self._listeners.subscribe(thread, queue)
+
+    async def unseen(self, thread: str) -> tuple[list[Delivery], int]:
+        """The thread's deliveries no window confirmed (the newest :data:`BACKLOG`), as
+        :meth:`attach` would have delivered them, and how many older ones were left out."""
+        found = await self.db.read(unseen_rows, self.thread_key(thread), BACKLOG)
+        return [{"type": "message", "id": row.id, "text": row.text} for row in found.rows], found.left_out
+
+    async def seen(self, thread: str, upto: int) -> None:
+        """A window printed the thread's deliveries up to delivery id ``upto``."""
+        await self.db.run_transaction(mark_seen, self.thread_key(thread), upto)
 
 
 @functools.cache

@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
@@ -47,6 +47,13 @@ class ConsoleChannel(Protocol):
         self, thread: str, text: str, *, event_id: str | None = None, persona: str | None = None
     ) -> IntakeResult:
         """A line typed by the local user, handed to the intake."""
+
+    async def unseen(self, thread: str) -> tuple[list[dict[str, Any]], int]:
+        """The thread's deliveries no window confirmed (the newest ones), and how many older
+        ones were left out."""
+
+    async def seen(self, thread: str, upto: int) -> None:
+        """A window printed the thread's deliveries up to delivery id ``upto``."""
 
 
 class StatusSource(Protocol):
@@ -92,6 +99,8 @@ class ControlServer(NDJSONServer):
             in configuration order.
         status (:class:`StatusSource`): Serves ``status``.
         notifier (:class:`Notifier`): Serves ``send``.
+        personas (Collection[:obj:`str`]): The loaded personas: ``chat`` and ``attach``
+            refuse any other name.
         extensions (Sequence[:class:`ControlExtension`], optional): Asked in turn for any other op.
     """
 
@@ -103,6 +112,7 @@ class ControlServer(NDJSONServer):
         consoles: Mapping[str, ConsoleChannel],
         status: StatusSource,
         notifier: Notifier,
+        personas: Collection[str],
         extensions: Sequence[ControlExtension] = (),
     ):
         super().__init__(path, max_line=MAX_LINE)
@@ -110,6 +120,7 @@ class ControlServer(NDJSONServer):
         self.consoles = consoles
         self.status = status
         self.notifier = notifier
+        self.personas = frozenset(personas)
         self.extensions = tuple(extensions)
 
     def console(self, name: str | None) -> ConsoleChannel | None:
@@ -138,6 +149,8 @@ class ControlServer(NDJSONServer):
             await self._chat(req, reply)
         elif op == "attach":
             await self._attach(req, reply)
+        elif op == "seen":
+            await self._seen(req, reply)
         elif op == "send":
             await self._send(req, reply)
         elif not await self._extended(req, reply):
@@ -159,6 +172,13 @@ class ControlServer(NDJSONServer):
             return
         await reply({"type": "done", **notification_reply(posted)})
 
+    def persona_refusal(self, persona: object) -> str | None:
+        """Why a chat cannot be with ``persona`` (None: no persona asked for, or a loaded one)."""
+        if persona is None or persona in self.personas:
+            return None
+        known = ", ".join(sorted(self.personas)) or "none loaded"
+        return f"no persona named {persona!r}; the personas are: {known}"
+
     async def _chat(self, req: dict[str, Any], reply: Reply) -> None:
         console = self.console(req.get("channel"))
         if console is None:
@@ -168,6 +188,10 @@ class ControlServer(NDJSONServer):
                     "error": "no console channel is configured; add {name: console, type: console}",
                 }
             )
+            return
+        refusal = self.persona_refusal(req.get("persona"))
+        if refusal is not None:
+            await reply({"type": "error", "error": refusal})
             return
         text = str(req.get("text", "")).strip()
         if not text:
@@ -221,11 +245,30 @@ class ControlServer(NDJSONServer):
         await reply({"type": "done", "status": ended["status"], "error": ended.get("error")})
 
     async def _attach(self, req: dict[str, Any], reply: Reply) -> None:
+        """Stream the thread's deliveries: first those no window confirmed, then live ones
+        (a delivery may come twice; clients drop repeats by id)."""
         console = self.console(req.get("channel"))
         if console is None:
             await reply({"type": "error", "error": "no console channel is configured"})
             return
-        with console.attach(str(req.get("thread") or "main")) as deliveries:
-            await reply({"type": "attached"})
+        refusal = self.persona_refusal(req.get("persona"))
+        if refusal is not None:
+            await reply({"type": "error", "error": refusal})
+            return
+        thread = str(req.get("thread") or "main")
+        with console.attach(thread) as deliveries:  # before reading the backlog: nothing falls between
+            backlog, left_out = await console.unseen(thread)
+            await reply({"type": "attached", "unseen": len(backlog), "left_out": left_out})
+            for delivery in backlog:
+                await reply(delivery)
             while True:
                 await reply(await deliveries.get())
+
+    async def _seen(self, req: dict[str, Any], reply: Reply) -> None:
+        console = self.console(req.get("channel"))
+        upto = req.get("upto")
+        if console is None or not isinstance(upto, int) or isinstance(upto, bool):
+            await reply({"type": "error", "error": "seen needs a console channel and an integer upto"})
+            return
+        await console.seen(str(req.get("thread") or "main"), upto)
+        await reply({"type": "done"})

@@ -56,10 +56,10 @@ __all__ = ["Components", "Gateway", "build_components", "build_connector", "run_
 log = logging.getLogger("talon.daemon")
 
 
-def build_connector(settings: ChannelSettings, files_dir: Path) -> Connector:
+def build_connector(settings: ChannelSettings, files_dir: Path, db: Database) -> Connector:
     """Import only the platform libraries that are configured: start-up stays fast."""
     if settings.type == "console":
-        return ConsoleConnector(settings.name)
+        return ConsoleConnector(settings.name, db)
     if settings.type == "telegram":
         from connectors.telegram import TelegramConnector
 
@@ -118,7 +118,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         if settings.subagents.summarize
         else None
     )
-    connectors = {ch.name: build_connector(ch, files) for ch in settings.channels}
+    connectors = {ch.name: build_connector(ch, files, db) for ch in settings.channels}
     outbox = Outbox(db, connectors, settings.outbox)
     poster = ChannelPoster(db=db, settings=settings, connectors=connectors, outbox=outbox, bindings=bindings)
     persona_mcp = _persona_mcp(settings, personas)
@@ -178,6 +178,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         consoles={name: c for name, c in connectors.items() if isinstance(c, ConsoleConnector)},
         status=status,
         notifier=poster,
+        personas=sorted(personas),
         extensions=[host_tools],
     )
     return Components(

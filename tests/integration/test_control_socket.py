@@ -37,7 +37,12 @@ class _Notifier:
 @pytest.fixture
 async def control(tmp_path: Path) -> AsyncIterator[ControlServer]:
     server = ControlServer(
-        tmp_path / SOCKET_NAME, bus=EventBus(), consoles={}, status=_Status(), notifier=_Notifier()
+        tmp_path / SOCKET_NAME,
+        bus=EventBus(),
+        consoles={},
+        status=_Status(),
+        notifier=_Notifier(),
+        personas=(),
     )
     await server.start()
     yield server

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -19,9 +19,11 @@ from connectors.discord_bot import DiscordConnector
 from connectors.slack import SlackConnector
 from connectors.telegram import TelegramConnector
 from gateway.config import DiscordChannel, SlackChannel, TelegramChannel
+from gateway.store.db import Database
 
 BUILDERS: dict[str, Callable[[Path], Any]] = {
-    "console": lambda files: ConsoleConnector("team-console"),
+    # The console keeps what its windows saw in the database; nothing here reaches it.
+    "console": lambda files: ConsoleConnector("team-console", cast(Database, None)),
     "telegram": lambda files: TelegramConnector(
         TelegramChannel(name="team-telegram", type="telegram", token="123456:contract"), files_dir=files
     ),
