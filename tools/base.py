@@ -1,9 +1,10 @@
 """What a host-tool handler receives and how it reports errors.
 
 A handler is ``async def handler(ctx: ToolContext, args: dict) -> Any``; its return value
-must be JSON-serializable. Raise :class:`ToolError` with a message the model can act on
-(what was wrong and what to send instead); any other exception is logged and reported to
-the model as an internal error without details.
+must be JSON-serializable. Raise :class:`ToolError` (or any other
+:class:`gateway.errors.RefusedError`, such as a service's refusal) with a message the model
+can act on (what was wrong and what to send instead); any other exception is logged and
+reported to the model as an internal error without details.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from gateway.errors import RefusedError
 
 if TYPE_CHECKING:
     from gateway.config import Settings
+    from gateway.delegation import Delegation
     from gateway.personas import Persona
     from gateway.store.db import Database
+    from gateway.subagents import SubagentRunner
 
 
 class ToolError(RefusedError):
@@ -26,6 +29,14 @@ class ToolError(RefusedError):
 
 class HostServices(Protocol):
     """Daemon capabilities that tools reach through the context (wired by the daemon)."""
+
+    @property
+    def delegation(self) -> Delegation:
+        """The persona-to-persona delegation service (persona_send, background_agent, ...)."""
+
+    @property
+    def subagents(self) -> SubagentRunner:
+        """The sub-agent runner behind ``subagent_invoke``."""
 
     async def send_to_channel(
         self,

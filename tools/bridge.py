@@ -30,7 +30,7 @@ from gateway.labels import Decision, check, may_list
 from gateway.runtime.agent import tool_result_text
 from tools.arguments import ArgumentChecker
 from tools.audit import AuditEntry, AuditLog, summarize_args
-from tools.base import HostServices, HostTool, ToolContext, ToolError
+from tools.base import HostServices, HostTool, ToolContext
 
 if TYPE_CHECKING:
     from gateway.config import Settings
@@ -314,7 +314,7 @@ class Bridge:
             async with asyncio.timeout(tool.timeout):
                 value = await tool.handler(ctx, args)
             content = tool_result_text(value)
-        except ToolError as exc:
+        except RefusedError as exc:
             message = str(exc) or f"{tool.mcp_name} failed"
             self._record(identity, tool.mcp_name, "result", "error", message)
             return CallResult(message, is_error=True)

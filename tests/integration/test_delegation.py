@@ -214,7 +214,8 @@ async def test_task_status_is_visible_only_from_the_starting_thread(tmp_path: Pa
             status_tool = __import__("tools.registry", fromlist=["by_mcp_name"]).by_mcp_name(
                 "persona_task_status"
             )
-            from tools.base import ToolContext, ToolError
+            from gateway.errors import RefusedError
+            from tools.base import ToolContext
 
             ctx = ToolContext(
                 other.intake.thread_id,
@@ -226,7 +227,7 @@ async def test_task_status_is_visible_only_from_the_starting_thread(tmp_path: Pa
             try:
                 await status_tool.handler(ctx, {"task_id": task_id})
                 raise AssertionError("another thread must not see the task")
-            except ToolError as exc:
+            except RefusedError as exc:
                 assert "no task" in str(exc)
 
 
@@ -306,7 +307,8 @@ async def test_a_background_session_cannot_spawn_sessions(tmp_path: Path) -> Non
 
 
 async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
-    from tools.base import ToolContext, ToolError
+    from gateway.errors import RefusedError
+    from tools.base import ToolContext
     from tools.registry import by_mcp_name
 
     responder = router(
@@ -334,7 +336,7 @@ async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
             try:
                 await tool.handler(stranger, {"action": "status", "taskId": task_id})
                 raise AssertionError("another thread must not see the task")
-            except ToolError as exc:
+            except RefusedError as exc:
                 assert "no background task" in str(exc)
             owner = ToolContext(
                 turn.intake.thread_id,
@@ -385,7 +387,8 @@ async def test_a_background_task_interrupted_by_a_restart_runs_again(tmp_path: P
 
 
 async def test_persona_list_cap_and_workspace_guards(tmp_path: Path) -> None:
-    from tools.base import ToolContext, ToolError
+    from gateway.errors import RefusedError
+    from tools.base import ToolContext
     from tools.registry import by_mcp_name
 
     async with FakeAnthropic(responder=router(bob=lambda body: Reply(text="slow", delay=30))) as fake:
@@ -404,7 +407,7 @@ async def test_persona_list_cap_and_workspace_guards(tmp_path: Path) -> None:
             try:
                 await send(ctx, {"target_persona": "bob", "message": "two"})
                 raise AssertionError("the second task must be refused")
-            except ToolError as exc:
+            except RefusedError as exc:
                 cap_error = str(exc)
             waited = await by_mcp_name("persona_task_status").handler(
                 ctx, {"task_id": first["task_id"], "wait_ms": 200}
@@ -414,7 +417,7 @@ async def test_persona_list_cap_and_workspace_guards(tmp_path: Path) -> None:
                     ctx, {"action": "spawn", "prompt": "x", "workingDirectory": "../../etc"}
                 )
                 raise AssertionError("a working directory outside the workspace must be refused")
-            except ToolError as exc:
+            except RefusedError as exc:
                 workdir_error = str(exc)
     assert cards == [
         {"name": "bob", "description": "Bob the researcher", "skills": []},

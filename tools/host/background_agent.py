@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext, ToolError
-from tools.host.delegation_tools import delegation, guarded
+from tools.host.delegation_tools import delegation
 
 ACTIONS = ("spawn", "status", "cancel", "result", "profiles")
 
@@ -18,24 +18,22 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> Any:
     if action == "spawn":
         if not args.get("prompt"):
             raise ToolError("spawn needs prompt: what the background agent should do")
-        return await guarded(
-            service.spawn(
-                persona=ctx.persona.name,
-                origin_thread_id=ctx.thread_id,
-                prompt=args["prompt"],
-                profile=args.get("profile"),
-                provider=args.get("provider"),
-                working_directory=args.get("workingDirectory"),
-                timeout_minutes=args.get("timeoutMinutes"),
-                providers=ctx.settings.providers,
-            )
+        return await service.spawn(
+            persona=ctx.persona.name,
+            origin_thread_id=ctx.thread_id,
+            prompt=args["prompt"],
+            profile=args.get("profile"),
+            provider=args.get("provider"),
+            working_directory=args.get("workingDirectory"),
+            timeout_minutes=args.get("timeoutMinutes"),
+            providers=ctx.settings.providers,
         )
     task_id = args.get("taskId")
     if not task_id:
         raise ToolError(f"{action} needs taskId (spawn returned it)")
     if action == "cancel":
-        return await guarded(service.cancel_background(task_id, ctx.thread_id))
-    task = await guarded(service.background(task_id, ctx.thread_id))
+        return await service.cancel_background(task_id, ctx.thread_id)
+    task = await service.background(task_id, ctx.thread_id)
     out = {"taskId": task.id, "state": task.state, "profile": task.profile}
     if action == "result":
         if task.state not in ("completed", "failed", "canceled"):

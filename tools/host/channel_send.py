@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.poster import NotifyError
 from tools.base import HostTool, ToolContext, ToolError
 
 MAX_CONTENT_CHARS = 20_000
@@ -28,18 +27,14 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         raise ToolError(
             f"content is {len(content)} characters; the limit is {MAX_CONTENT_CHARS} (send a shorter message)"
         )
-    if ctx.services is None:
-        raise ToolError("channel_send cannot deliver messages in this context")
-    try:
-        return await ctx.services.send_to_channel(
-            channel=args["channelId"],
-            markdown=content,
-            origin_thread_id=ctx.thread_id,
-            persona=ctx.persona.name,
-            reply_to=args.get("replyTo") or None,
-        )
-    except NotifyError as exc:
-        raise ToolError(str(exc)) from None
+    services = ctx.require_services("channel_send cannot deliver messages in this context")
+    return await services.send_to_channel(
+        channel=args["channelId"],
+        markdown=content,
+        origin_thread_id=ctx.thread_id,
+        persona=ctx.persona.name,
+        reply_to=args.get("replyTo") or None,
+    )
 
 
 TOOL = HostTool(

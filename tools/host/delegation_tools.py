@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from tools.base import ToolContext, ToolError
+from tools.base import ToolContext
 
-
-def delegation(ctx: ToolContext) -> Any:
-    """The daemon's :class:`gateway.delegation.Delegation` (``ctx.services.delegation``)."""
-    service = getattr(ctx.services, "delegation", None)
-    if service is None:
-        raise ToolError("delegation is not available in this session")
-    return service
+if TYPE_CHECKING:
+    from gateway.delegation import Delegation
 
 
-async def guarded(call: Any) -> Any:
-    """Run a service call, turning its refusals into errors the model sees."""
-    from gateway.delegation import DelegationError
-
-    try:
-        return await call
-    except DelegationError as exc:
-        raise ToolError(str(exc)) from None
+def delegation(ctx: ToolContext) -> Delegation:
+    """The daemon's delegation service; its refusals reach the model through the bridge."""
+    return ctx.require_services("delegation is not available in this session").delegation

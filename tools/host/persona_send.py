@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext
-from tools.host.delegation_tools import delegation, guarded
+from tools.host.delegation_tools import delegation
 
 # await_reply may wait up to the configured maximum (30 min); the bridge's own timeout
 # must not cut it short.
@@ -13,14 +13,12 @@ AWAIT_CEILING = 1800.0
 
 
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    return await guarded(
-        delegation(ctx).send(
-            caller=ctx.persona.name,
-            caller_thread_id=ctx.thread_id,
-            target=args["target_persona"],
-            message=args["message"],
-            await_reply=bool(args.get("await_reply", False)),
-        )
+    return await delegation(ctx).send(
+        caller=ctx.persona.name,
+        caller_thread_id=ctx.thread_id,
+        target=args["target_persona"],
+        message=args["message"],
+        await_reply=bool(args.get("await_reply", False)),
     )
 
 

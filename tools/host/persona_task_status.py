@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools.base import HostTool, ToolContext, ToolError
-from tools.host.delegation_tools import delegation, guarded
+from tools.host.delegation_tools import delegation
 from tools.host.persona_send import AWAIT_CEILING
 
 
@@ -13,8 +13,8 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     wait_ms = args.get("wait_ms")
     if wait_ms is not None and wait_ms < 0:
         raise ToolError("wait_ms must be zero or more milliseconds")
-    return await guarded(
-        delegation(ctx).status(task_id=args["task_id"], caller_thread_id=ctx.thread_id, wait_ms=wait_ms)
+    return await delegation(ctx).status(
+        task_id=args["task_id"], caller_thread_id=ctx.thread_id, wait_ms=wait_ms
     )
 
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.subagents.base import SubagentError
-from tools.base import HostTool, ToolContext, ToolError
+from tools.base import HostTool, ToolContext
 
 # Longer than any sub-agent's own timeout (at most 600 s), which ends the call first.
 TIMEOUT = 630.0
@@ -19,15 +18,10 @@ TIMEOUT = 630.0
 
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Invoke ``args["name"]`` with ``args["input"]``; returns ``{summary, data, usage}``."""
-    runner = getattr(ctx.services, "subagents", None)
-    if runner is None:
-        raise ToolError("sub-agents are not available in this context")
-    try:
-        result = await runner.invoke(
-            args.get("name"), args.get("input"), persona=ctx.persona, thread_id=ctx.thread_id, db=ctx.db
-        )
-    except SubagentError as exc:
-        raise ToolError(str(exc)) from None
+    runner = ctx.require_services("sub-agents are not available in this context").subagents
+    result = await runner.invoke(
+        args.get("name"), args.get("input"), persona=ctx.persona, thread_id=ctx.thread_id, db=ctx.db
+    )
     return result.as_dict()
 
 

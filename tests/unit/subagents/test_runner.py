@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gateway.errors import RefusedError
 from gateway.store.db import Database
 from tests.fakes.model_api import Error, FakeAnthropic, FakeOpenAI, Reply
 from tests.unit.subagents.support import (
@@ -19,7 +20,7 @@ from tests.unit.subagents.support import (
     request_text,
     write_definition,
 )
-from tools.base import ToolContext, ToolError
+from tools.base import ToolContext
 from tools.host.subagent_invoke import TOOL
 
 SCHEMA = """
@@ -117,7 +118,7 @@ async def test_output_still_invalid_after_the_repair_is_a_clear_error(
     define(tmp_path, "oracle", "anthropic:claude-x", extra=SCHEMA)
     ctx = await ctx_for(make({"anthropic": anthropic}), db, subagents=["oracle"])
     anthropic.script(Reply(text="I think it is 42."), json_reply({"answer": "42"}))
-    with pytest.raises(ToolError) as caught:
+    with pytest.raises(RefusedError) as caught:
         await invoke(ctx, "oracle", {"question": "?"})
     message = str(caught.value)
     assert "'oracle' returned output that does not match its output_schema" in message
@@ -152,7 +153,7 @@ async def test_every_model_failing_names_each_failure(
     ctx = await ctx_for(make({"anthropic": anthropic, "backup": openai}), db, subagents=["oracle"])
     anthropic.script(Error(500))
     openai.script(Error(400, message="model gpt-y does not exist"))
-    with pytest.raises(ToolError) as caught:
+    with pytest.raises(RefusedError) as caught:
         await invoke(ctx, "oracle", {})
     message = str(caught.value)
     assert "'oracle' failed on every model" in message
@@ -169,7 +170,9 @@ async def test_a_timeout_is_final_no_fallback(
     ctx = await ctx_for(env, db, subagents=["slow"])
     anthropic.script(Reply(text="too late", delay=3))
     openai.script(Reply(text="would have answered"))
-    with pytest.raises(ToolError, match=r"'slow' did not finish within its timeout of 0\.3 s.*no fallback"):
+    with pytest.raises(
+        RefusedError, match=r"'slow' did not finish within its timeout of 0\.3 s.*no fallback"
+    ):
         await invoke(ctx, "slow", {})
     assert openai.requests == []
 
@@ -178,7 +181,7 @@ async def test_a_persona_not_listing_the_sub_agent_is_refused(
     env: Env, anthropic: FakeAnthropic, db: Database
 ) -> None:
     ctx = await ctx_for(env, db, subagents=["memory-retriever"])
-    with pytest.raises(ToolError) as caught:
+    with pytest.raises(RefusedError) as caught:
         await invoke(ctx, "session-summarizer", {})
     assert str(caught.value) == (
         "persona 'alice' may not invoke the sub-agent 'session-summarizer': it is not listed under "
@@ -191,7 +194,9 @@ async def test_a_persona_without_the_required_capability_is_refused(
     env: Env, anthropic: FakeAnthropic, db: Database
 ) -> None:
     ctx = await ctx_for(env, db, capabilities=["subagent.invoke"])
-    with pytest.raises(ToolError, match=r"needs the capability memory\.access:thread, which persona 'alice'"):
+    with pytest.raises(
+        RefusedError, match=r"needs the capability memory\.access:thread, which persona 'alice'"
+    ):
         await invoke(ctx, "memory-groomer", {})
     assert anthropic.requests == []
 
@@ -202,7 +207,7 @@ async def test_an_unknown_name_lists_what_this_persona_may_invoke(env: Env, db: 
     )
     # memory-retriever needs memory.access:thread, which this persona lacks: not offered.
     with pytest.raises(
-        ToolError, match=r"^unknown sub-agent 'summarise'; this persona may invoke: spark-coder$"
+        RefusedError, match=r"^unknown sub-agent 'summarise'; this persona may invoke: spark-coder$"
     ):
         await invoke(ctx, "summarise", {})
 
@@ -212,7 +217,7 @@ async def test_a_default_on_an_unconfigured_provider_names_the_override_key(
 ) -> None:
     env = make({"local": openai})
     ctx = await ctx_for(env, db)
-    with pytest.raises(ToolError) as caught:
+    with pytest.raises(RefusedError) as caught:
         await invoke(ctx, "memory-retriever", {"query": "x"})
     message = str(caught.value)
     assert "'memory-retriever' is unavailable" in message
@@ -260,14 +265,14 @@ async def test_bad_overrides_and_persona_lists_are_config_problems(
 
 async def test_input_must_be_an_object(env: Env, db: Database) -> None:
     ctx = await ctx_for(env, db)
-    with pytest.raises(ToolError, match="input for 'spark-coder' must be a JSON object"):
+    with pytest.raises(RefusedError, match="input for 'spark-coder' must be a JSON object"):
         await TOOL.handler(ctx, {"name": "spark-coder", "input": ["a"]})
 
 
 async def test_without_a_runner_the_tool_says_so(env: Env, db: Database) -> None:
     ctx = await ctx_for(env, db)
     ctx.services = None
-    with pytest.raises(ToolError, match="sub-agents are not available in this context"):
+    with pytest.raises(RefusedError, match="sub-agents are not available in this context"):
         await invoke(ctx, "spark-coder", {"task": "x"})
 
 
