@@ -11,7 +11,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -43,6 +43,18 @@ class _PersonaWorkspace(BaseModel):
     )
 
 
+class _PersonaShell(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    network: bool | Literal["guarded"] = Field(
+        False,
+        description="whether the bash sandbox may reach the network: false (none), true (unrestricted); "
+        "guarded is accepted and, until shell egress goes through the net_http guard, means none",
+    )
+    env: dict[str, str] = Field(
+        {}, description="variables the bash sandbox sees besides PATH, HOME=/workspace and LANG"
+    )
+
+
 class PersonaFile(BaseModel):
     """The schema of persona.yaml."""
 
@@ -60,6 +72,7 @@ class PersonaFile(BaseModel):
     net_http: _PersonaNetHttp = Field(
         default_factory=_PersonaNetHttp, description="this persona's net_http settings"
     )
+    shell: _PersonaShell = Field(default_factory=_PersonaShell, description="this persona's bash sandbox")
     workspace: _PersonaWorkspace = Field(
         default_factory=_PersonaWorkspace, description="this persona's shared workspace, /shared"
     )
@@ -85,6 +98,8 @@ class Persona:
     allowed_domains: tuple[str, ...] = ()
     shared_path: Path | None = None  # the operator's folder for /shared; None = the default
     shared_read_only: bool = False
+    shell_network: bool | str = False  # True, False or "guarded" (shell.network of persona.yaml)
+    shell_env: dict[str, str] = field(default_factory=dict)
     max_turns: int | None = None
     max_tokens: int | None = None
 
@@ -214,6 +229,8 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         allowed_domains=tuple(spec.net_http.allowed_domains),
         shared_path=(folder / spec.workspace.path).resolve() if spec.workspace.path else None,
         shared_read_only=spec.workspace.read_only,
+        shell_network=spec.shell.network,
+        shell_env=dict(spec.shell.env),
         max_turns=spec.max_turns,
         max_tokens=spec.max_tokens,
     )

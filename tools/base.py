@@ -85,3 +85,6 @@ class HostTool:
     handler: ToolHandler
     timeout: float = 30.0
     scope_arg: str | None = None
+    # Whether the tool can run on this host (bash needs bubblewrap); None: always. A tool
+    # that cannot is not offered at all.
+    available: Callable[[], bool] | None = None

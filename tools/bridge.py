@@ -137,7 +137,7 @@ class Bridge:
         self.personas = personas
         self.services = services
         self.audit = AuditLog(db, settings.secrets())
-        self._tools: tuple[HostTool, ...] = tuple(tools)
+        self._tools: tuple[HostTool, ...] = tuple(t for t in tools if t.available is None or t.available())
         self._by_name = {t.mcp_name: t for t in self._tools}
         self._checkers = {t.mcp_name: ArgumentChecker(t.mcp_name, t.input_schema) for t in self._tools}
         self._runs: dict[int, _Registration] = {}
