@@ -10,12 +10,13 @@ of each capability prefix, ``<prefix>.md``.
 from __future__ import annotations
 
 from tools.base import HostTool
-from tools.workspace import read_file, shell, write_file
+from tools.workspace import extract_document, read_file, shell, write_file
 
 __all__ = ["TOOLS"]
 
 TOOLS: tuple[HostTool, ...] = (
     read_file.TOOL,
+    extract_document.TOOL,
     write_file.TOOL,
     shell.TOOL,
 )
