@@ -28,6 +28,7 @@ from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer
 from gateway.data_dir import DataDirLock, prepare_data_dir
+from gateway.dead_letters import DeadLetterOps
 from gateway.delegation import Delegation
 from gateway.events import EventBus
 from gateway.heap import settle_heap
@@ -179,7 +180,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         status=status,
         notifier=poster,
         personas=sorted(personas),
-        extensions=[host_tools],
+        extensions=[host_tools, DeadLetterOps(db, queue.notify)],
     )
     return Components(
         db=db,

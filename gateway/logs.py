@@ -5,9 +5,15 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Iterable
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+from typing import IO
+
+from gateway.config import Settings
 
 thread_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("thread_id", default=None)
 run_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("run_id", default=None)
@@ -74,12 +80,52 @@ class TextFormatter(logging.Formatter):
         return line
 
 
-def setup_logging(level: str = "info", fmt: str = "text", secrets: Iterable[str] = ()) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
-    handler.addFilter(ContextFilter(secrets))
+class OwnerOnlyFileHandler(RotatingFileHandler):
+    """A size-bounded log file, created (and re-created on rotation) mode 600."""
+
+    def _open(self) -> IO[str]:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(fd, 0o600)  # a file left by an older version or another umask
+        return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
+
+def log_file_path(settings: Settings) -> Path | None:
+    """Where the daemon keeps its log file (``talon logs`` reads it), or None when it keeps none."""
+    path = settings.log_file.path
+    return None if path is None else settings.data_path / path
+
+
+def file_handler(settings: Settings) -> OwnerOnlyFileHandler | None:
+    """The daemon's log file handler; the data dir must exist."""
+    path = log_file_path(settings)
+    if path is None:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return OwnerOnlyFileHandler(
+        path, maxBytes=settings.log_file.max_bytes, backupCount=settings.log_file.backups, encoding="utf-8"
+    )
+
+
+def setup_logging(
+    level: str = "info",
+    fmt: str = "text",
+    secrets: Iterable[str] = (),
+    *,
+    log_file: logging.Handler | None = None,
+) -> None:
+    """Console logging on stderr, and into ``log_file`` too when given (in the same format)."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file is not None:
+        handlers.append(log_file)
+    masking = ContextFilter(secrets)
+    for handler in handlers:
+        handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+        handler.addFilter(masking)
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in root.handlers:
+        if isinstance(old, OwnerOnlyFileHandler) and old is not log_file:
+            old.close()
+    root.handlers[:] = handlers
     root.setLevel(level.upper())
     # Library chatter at INFO would drown the gateway's own lines (and may echo URLs).
     for noisy in (

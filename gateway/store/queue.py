@@ -25,6 +25,7 @@ __all__ = [
     "complete_items",
     "count_by_status",
     "dead_letters",
+    "drop_dead_letter",
     "end_items",
     "enqueue_message",
     "enqueue_task",
@@ -34,6 +35,7 @@ __all__ = [
     "pending_threads",
     "recover_leases",
     "release_items",
+    "retry_dead_letter",
     "take_deferred_along",
 ]
 
@@ -262,6 +264,28 @@ def dead_letters(conn: sqlite3.Connection, limit: int) -> list[DeadLetter]:
         (limit,),
     ).fetchall()
     return [DeadLetter(*row) for row in rows]
+
+
+def retry_dead_letter(conn: sqlite3.Connection, item_id: int, now: float) -> int | None:
+    """A dead-lettered item is pending again with fresh attempts, due now; returns its
+    thread id, or None when no dead letter has that id."""
+    row = conn.execute(
+        "UPDATE queue_items SET status = 'pending', attempts = 0, lease_expires_at = NULL, "
+        "available_at = ?, updated_at = ? WHERE id = ? AND status = 'dead' RETURNING thread_id",
+        (now, now, item_id),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def drop_dead_letter(conn: sqlite3.Connection, item_id: int, now: float) -> bool:
+    """A dead-lettered item is given up for good (``canceled``, its error kept); False when no
+    dead letter has that id."""
+    cur = conn.execute(
+        "UPDATE queue_items SET status = 'canceled', last_error = 'dropped: ' || COALESCE(last_error, ''), "
+        "updated_at = ? WHERE id = ? AND status = 'dead'",
+        (now, item_id),
+    )
+    return cur.rowcount == 1
 
 
 def count_by_status(conn: sqlite3.Connection) -> dict[str, int]:

@@ -1,0 +1,5 @@
+import sys
+
+from gateway.cli.app import main
+
+sys.exit(main())
