@@ -51,6 +51,7 @@ class Attachment:
     path: str
     mime_type: str | None = None
     size: int = 0
+    excerpt: str | None = None  # a document's opening text, added at intake (gateway/intake_documents.py)
 
 
 @dataclass(slots=True)
@@ -149,15 +150,26 @@ IntakeHandler = Callable[[InboundEvent], Awaitable[IntakeResult]]
 
 @dataclass(slots=True)
 class ConnectorHealth:
-    state: Literal["starting", "connected", "reconnecting", "failed", "stopped"] = "starting"
+    """A channel's state: ``starting``, ``retrying`` (its start failed; ``detail`` is the last
+    error and ``retry_at`` the next attempt), ``connected``, ``reconnecting``, ``failed``
+    (``detail`` says why; ``restartable`` when the platform library gave up on an error that
+    a fresh start may cure) or ``stopped``."""
+
+    state: Literal["starting", "retrying", "connected", "reconnecting", "failed", "stopped"] = "starting"
     detail: str = ""
     since: float = field(default_factory=time.time)
+    retry_at: float | None = None
+    restartable: bool = False
 
-    def set(self, state: str, detail: str = "") -> None:
+    def set(
+        self, state: str, detail: str = "", *, retry_at: float | None = None, restartable: bool = False
+    ) -> None:
         if state != self.state or detail != self.detail:
             self.state = state  # type: ignore[assignment]
             self.detail = detail
             self.since = time.time()
+        self.retry_at = retry_at
+        self.restartable = restartable
 
 
 @runtime_checkable
@@ -197,4 +209,15 @@ class Connector(Protocol):
 
 
 class ConnectorStartError(PlatformError):
-    """A channel could not start; the message says why and how to fix it."""
+    """A channel could not start; the message says why and how to fix it.
+
+    Args:
+        message: Why, and how to fix it.
+        transient: True when the same start may succeed later (the network is not up, the
+            platform answered 5xx or refused the connection): the daemon tries again with
+            backoff. False (a rejected token, a setting to change) leaves the channel failed.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient

@@ -12,22 +12,70 @@ import re
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from gateway.backoff import Backoff
+from gateway.channel_settings import (
+    DEFAULT_MAX_INBOUND_CHARS,
+    SECRET_HINTS,
+    ChannelBase,
+    ChannelRetrySettings,
+    ChannelSettings,
+    ConsoleChannel,
+    DiscordChannel,
+    PacingSettings,
+    RateLimitSettings,
+    SlackChannel,
+    TelegramChannel,
+    TypingInterval,
+)
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.errors import ConfigError
+from gateway.model_types import StrictModel
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_MAX_INBOUND_CHARS",
+    "SECRET_HINTS",
+    "AgentSettings",
+    "Binding",
+    "ChannelBase",
+    "ChannelRetrySettings",
+    "ChannelSettings",
+    "ConfigError",
+    "ConsoleChannel",
+    "DelegationSettings",
+    "DiscordChannel",
+    "LogFileSettings",
+    "NetHttpSettings",
+    "OutboxSettings",
+    "PacingSettings",
+    "ProviderSettings",
+    "QueueSettings",
+    "RateLimitSettings",
+    "SchedulerSettings",
+    "Settings",
+    "SlackChannel",
+    "SubagentSettings",
+    "TelegramChannel",
+    "TypingInterval",
+    "embedded_defaults_in_use",
+    "env_origins",
+    "load_env",
+    "load_settings",
+    "resolve_config_path",
+    "substitute_env",
+]
 
 DEFAULT_CONFIG = "talon.yaml"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NAME = NAME_PATTERN
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+_Strict = StrictModel
 
 
 # ---------------------------------------------------------------- providers
@@ -51,224 +99,6 @@ class ProviderSettings(_Strict):
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if value == "" else value
-
-
-# ---------------------------------------------------------------- channels
-
-
-class PacingSettings(_Strict):
-    """Outbound pacing of a chat channel, below the platform's published limits; 0 turns a
-    limit off (the platform's own 429s are still honoured)."""
-
-    per_second: float = Field(0, ge=0, description="messages per second across the whole channel")
-    per_chat_per_second: float = Field(0, ge=0, description="messages per second into one private chat")
-    group_per_minute: float = Field(0, ge=0, description="messages per minute into one group or channel")
-    burst: int = Field(3, ge=1, le=100, description="messages a chat may get back to back before pacing")
-    max_in_flight: int = Field(16, ge=1, le=256, description="sends waiting for the platform at once")
-
-
-def _pacing(**defaults: float) -> BeforeValidator:
-    """A channel's ``pacing`` keys override its platform defaults one by one."""
-
-    def merge(value: Any) -> Any:
-        return {**defaults, **value} if isinstance(value, dict) else value
-
-    return BeforeValidator(merge)
-
-
-# Long text is cut at this many characters; the full text is kept as an attachment.
-DEFAULT_MAX_INBOUND_CHARS = 20_000
-_MIN_INBOUND_CHARS = 1_000
-
-
-def _inbound_chars(value: int) -> int:
-    if value < _MIN_INBOUND_CHARS:
-        raise ValueError(
-            f"must be at least {_MIN_INBOUND_CHARS} characters (the default is {DEFAULT_MAX_INBOUND_CHARS}); "
-            "longer messages are cut there and the full text is attached"
-        )
-    return value
-
-
-class RateLimitSettings(_Strict):
-    """How many messages a chat channel answers promptly; messages over the rate are
-    stored and answered together once the window allows. 0 turns a limit off."""
-
-    per_user: int = Field(10, description="messages per window from one sender in a group (not in DMs)")
-    per_chat: int = Field(30, description="messages per window in one chat, all senders; DMs too")
-    window: float = Field(60.0, description="seconds the two counts cover")
-
-    @field_validator("per_user", "per_chat")
-    @classmethod
-    def _count(cls, value: int) -> int:
-        if value < 0:
-            raise ValueError("must be 0 or more messages per window (0 turns this limit off)")
-        return value
-
-    @field_validator("window")
-    @classmethod
-    def _window(cls, value: float) -> float:
-        if not 1 <= value <= 3600:
-            raise ValueError("must be between 1 and 3600 seconds, e.g. window: 60")
-        return value
-
-
-class ChannelBase(_Strict):
-    """What every channel has, the console included; the gateway reads only these.
-
-    Each channel type narrows ``type`` to its literal, which selects it in ``channels``.
-    """
-
-    name: str = Field(
-        pattern=_NAME,
-        description="what bindings, channel_send and `talon send` call it: lower-case letters, digits, - and _",
-    )
-    type: str
-    home_chat: str | None = Field(
-        None, description="chat id channel_send and `talon send` post to by default"
-    )
-    max_inbound_chars: int = Field(
-        DEFAULT_MAX_INBOUND_CHARS, description="longer text is cut and attached in full"
-    )
-
-    _inbound_chars = field_validator("max_inbound_chars")(_inbound_chars)
-
-    @field_validator("home_chat", mode="before")
-    @classmethod
-    def _home_as_string(cls, value: Any) -> Any:
-        return None if value is None else str(value)
-
-    @property
-    def intake_rate(self) -> RateLimitSettings | None:
-        """How fast the intake answers a chat; None: every message as it comes."""
-        return None
-
-
-class _ChatChannel(ChannelBase):
-    allowed_users: list[str] = Field(
-        [], description="platform user ids that may reach the bot; empty = anyone"
-    )
-    allowed_chats: list[str] = Field([], description="platform chat ids the bot listens in; empty = any chat")
-    trigger_words: list[str] = Field(
-        [], description="in groups, words that make the bot answer without a mention"
-    )
-    require_mention: bool = Field(
-        True,
-        description="in groups, answer only when mentioned, replied to or triggered; false = every message",
-    )
-    allow_bots: bool = Field(False, description="accept messages from other bots")
-    max_attachment_bytes: int = Field(
-        20_000_000, ge=0, description="larger inbound files are skipped, with a note in the text"
-    )
-    rate_limit: RateLimitSettings = Field(
-        RateLimitSettings(), description="messages answered promptly; the rest wait for the window"
-    )
-
-    @field_validator("allowed_users", "allowed_chats", mode="before")
-    @classmethod
-    def _ids_as_strings(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [str(v) for v in value]
-        return value
-
-    @property
-    def intake_rate(self) -> RateLimitSettings | None:
-        return self.rate_limit
-
-
-# Telegram and Discord refresh a typing indicator while a turn runs, each with its own
-# default (Slack marks the message with a reaction instead).
-TypingInterval = Annotated[float, Field(gt=0, description="seconds between typing refreshes")]
-
-
-class ConsoleChannel(ChannelBase):
-    """The local console. No rate limit: only the daemon's owner reaches it (owner-only socket)."""
-
-    type: Literal["console"] = Field(description="the local console: `talon chat`, over an owner-only socket")
-    home_chat: str | None = Field("main", description="the console thread `talon send` posts to by default")
-
-
-class TelegramChannel(_ChatChannel):
-    type: Literal["telegram"] = Field(description="a Telegram bot (docs/platforms/telegram.md)")
-    token: str = Field(description="the bot token from @BotFather")
-    api_base_url: str | None = Field(None, description="Bot API server root; null = https://api.telegram.org")
-    webhook_url: str | None = Field(
-        None, description="public HTTPS URL Telegram posts updates to; null = long polling"
-    )
-    webhook_secret: str | None = Field(
-        None,
-        description="required with webhook_url: 1-256 of A-Z, a-z, 0-9, _ and -, checked on every update",
-    )
-    webhook_listen: str = Field("127.0.0.1", description="address the webhook server binds")
-    webhook_port: int = Field(8443, ge=1, le=65535, description="port the webhook server binds")
-    poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
-    typing_interval: TypingInterval = 4.0
-    watchdog_seconds: float = Field(
-        120.0, gt=0, description="a getUpdates call silent this long past the long poll rebuilds the poller"
-    )
-    # Telegram: about 30 messages/s per bot, 1/s per chat, 20/min per group.
-    pacing: Annotated[PacingSettings, _pacing(per_second=30, per_chat_per_second=1, group_per_minute=20)] = (
-        Field(
-            PacingSettings(per_second=30, per_chat_per_second=1, group_per_minute=20),
-            description="outbound pacing; the keys given override these defaults one by one",
-        )
-    )
-
-
-class SlackChannel(_ChatChannel):
-    type: Literal["slack"] = Field(description="a Slack app's bot user (docs/platforms/slack.md)")
-    bot_token: str = Field(description="the Bot User OAuth Token, xoxb-...")
-    app_token: str | None = Field(
-        None, description="app-level token (xapp-..., connections:write) for Socket Mode; null = HTTP events"
-    )
-    signing_secret: str | None = Field(None, description="the app's signing secret; required for HTTP events")
-    api_base_url: str | None = Field(
-        None, description="Web API root (calls `<root>/api/<method>`); null = https://slack.com"
-    )
-    http_host: str = Field(
-        "127.0.0.1", description="address the HTTP events listener binds (without app_token)"
-    )
-    http_port: int = Field(
-        3000, ge=0, le=65535, description="port the HTTP events listener binds; 0 = any free port"
-    )
-    http_path: str = Field("/slack/events", description="the path of the Request URL Slack posts events to")
-    # Slack: about one message per second per channel.
-    pacing: Annotated[PacingSettings, _pacing(per_chat_per_second=1, group_per_minute=60)] = Field(
-        PacingSettings(per_chat_per_second=1, group_per_minute=60),
-        description="outbound pacing; the keys given override these defaults one by one",
-    )
-
-
-class DiscordChannel(_ChatChannel):
-    type: Literal["discord"] = Field(
-        description="a Discord application's bot user (docs/platforms/discord.md)"
-    )
-    token: str = Field(description="the bot token from the Developer Portal's Bot page")
-    api_base_url: str | None = Field(
-        None, description="REST root (calls `<root>/api/v10/...`); null = https://discord.com"
-    )
-    gateway_url: str | None = Field(
-        None, description="gateway websocket URL; null = the one Discord announces"
-    )
-    send_timeout: float = Field(60.0, gt=0, description="seconds per send, rate-limit waits included")
-    typing_interval: TypingInterval = 8.0
-    # Discord: discord.py already waits on Discord's per-route buckets.
-    pacing: PacingSettings = Field(PacingSettings(), description="outbound pacing; all limits off by default")
-
-
-ChannelSettings = Annotated[
-    ConsoleChannel | TelegramChannel | SlackChannel | DiscordChannel, Field(discriminator="type")
-]
-
-# The environment variable a user is told to set when a secret is empty.
-SECRET_HINTS: dict[tuple[str, str], str] = {
-    ("telegram", "token"): "TELEGRAM_BOT_TOKEN",
-    ("slack", "bot_token"): "SLACK_BOT_TOKEN",
-    ("slack", "app_token"): "SLACK_APP_TOKEN",
-    ("discord", "token"): "DISCORD_BOT_TOKEN",
-    ("anthropic", "api_key"): "ANTHROPIC_API_KEY",
-    ("openai", "api_key"): "OPENAI_API_KEY",
-}
 
 
 # ---------------------------------------------------------------- the rest
@@ -381,6 +211,9 @@ class Settings(_Strict):
         {}, description="model providers by name; personas say `<provider>:<model>`"
     )
     channels: list[ChannelSettings] = Field([], description="the console and the bot accounts to connect")
+    channel_retry: ChannelRetrySettings = Field(
+        ChannelRetrySettings(), description="channels that failed to start (network down, 5xx) are retried"
+    )
     bindings: list[Binding] = Field([], description="which persona answers in which channel or chat")
     queue: QueueSettings = Field(QueueSettings(), description="inbound work: one turn at a time per thread")
     agent: AgentSettings = Field(AgentSettings(), description="limits of one turn")

@@ -1,9 +1,9 @@
 """The wiring: :func:`build_components` creates the parts, :class:`Gateway` starts and stops them.
 
 Start: lock the data dir -> database (migrations) -> providers -> outbox recovery ->
-host tools' bridge -> queue -> scheduler -> connectors (each may fail alone) -> control
-socket -> persona MCP servers -> ready.
-Stop: no new intake or control connections -> scheduler -> running turns get the grace
+host tools' bridge -> queue -> scheduler -> connectors (each may fail alone; one that failed
+for now is retried in the background) -> control socket -> persona MCP servers -> ready.
+Stop: no new intake or control connections -> scheduler -> channel retries -> running turns get the grace
 period -> summarizer, persona MCP servers, host tools -> outbox flush -> control socket ->
 connectors -> providers -> database -> unlock.
 
@@ -22,8 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connectors.base import Connector, ConnectorStartError
+from connectors.base import Connector
 from connectors.console import ConsoleConnector
+from gateway.channel_supervisor import ChannelSupervisor
 from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer
@@ -96,6 +97,7 @@ class Components:
     scheduler: Scheduler
     pipeline: Pipeline
     intake: Intake
+    channels: ChannelSupervisor
     status: StatusReporter
     control: ControlServer
 
@@ -172,6 +174,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         notice=poster.notice,
     )
     intake = Intake(pipeline, ChatCommands(db, cancel=queue.cancel, notice=poster.notice))
+    channels = ChannelSupervisor(connectors, intake, settings.channel_retry.backoff)
     status = StatusReporter(db, connectors, queue)
     control = ControlServer(
         settings.data_path / SOCKET_NAME,
@@ -201,6 +204,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         scheduler=scheduler,
         pipeline=pipeline,
         intake=intake,
+        channels=channels,
         status=status,
         control=control,
     )
@@ -265,9 +269,7 @@ class Gateway:
         await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await c.queue.start()
         self._scheduler_task = asyncio.create_task(c.scheduler.run(self._stopped), name="scheduler")
-        await asyncio.gather(
-            *(self._start_connector(connector, c.intake) for connector in c.connectors.values())
-        )
+        await c.channels.start()  # a channel that fails for now is retried in the background
         await c.control.start()
         if c.persona_mcp is not None:
             await c.persona_mcp.start()  # returns at once; servers start in the background
@@ -280,16 +282,6 @@ class Gateway:
             len(self.personas),
             self.settings.data_path,
         )
-
-    async def _start_connector(self, connector: Connector, intake: Intake) -> None:
-        try:
-            await connector.start(intake)
-        except ConnectorStartError as exc:
-            connector.health.set("failed", str(exc))
-            log.error("channel %s did not start: %s", connector.name, exc)
-        except Exception as exc:
-            connector.health.set("failed", f"{type(exc).__name__}: {exc}")
-            log.exception("channel %s did not start", connector.name)
 
     async def warmed_up(self) -> None:
         """Returns when the model SDKs the personas use are imported."""
@@ -317,6 +309,7 @@ class Gateway:
         self._lock.release()
 
     async def _close_parts(self, c: Components) -> None:
+        await c.channels.stop()  # no channel starts again while the rest stops
         await c.queue.stop(self.settings.shutdown_grace)
         if c.summarizer is not None:
             await c.summarizer.aclose()

@@ -7,9 +7,9 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-__all__ = ["is_model", "union_members", "unwrap"]
+__all__ = ["StrictModel", "is_model", "union_members", "unwrap"]
 
 
 def unwrap(tp: Any) -> Any:
@@ -29,3 +29,9 @@ def union_members(tp: Any) -> tuple[Any, ...]:
 
 def is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+class StrictModel(BaseModel):
+    """A settings model: unknown keys are errors, values never change once loaded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

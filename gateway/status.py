@@ -19,18 +19,24 @@ from gateway.store.outbox import count_by_status as outbox_counts
 from gateway.store.queue import DeadLetter, dead_letters
 from gateway.store.queue import count_by_status as queue_counts
 
-__all__ = ["DEAD_LETTERS_SHOWN", "ChannelStatus", "StatusReport", "StatusReporter"]
+__all__ = ["DEAD_LETTERS_SHOWN", "ChannelStatus", "StatusReport", "StatusReporter", "channel_status"]
 
 DEAD_LETTERS_SHOWN = 20
 
 
 @dataclass(frozen=True, slots=True)
 class ChannelStatus:
-    """A channel's connection state and since when it holds."""
+    """A channel's connection state and since when it holds.
+
+    ``state`` is ``starting``, ``retrying`` (its start failed for now: ``detail`` is the last
+    error, ``retry_in`` the seconds until the next attempt), ``connected`` (running),
+    ``reconnecting``, ``failed`` (``detail`` says why; not retried) or ``stopped``.
+    """
 
     state: str
     detail: str
     since: float
+    retry_in: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +75,17 @@ class StatusReporter:
         return StatusReport(
             pid=os.getpid(),
             uptime=round(time.time() - self.started_at, 1),
-            channels={
-                name: ChannelStatus(c.health.state, c.health.detail, c.health.since)
-                for name, c in self.connectors.items()
-            },
+            channels={name: channel_status(c) for name, c in self.connectors.items()},
             running_turns=self.queue.running_count,
             queue=await self.db.read(queue_counts),
             outbox=await self.db.read(outbox_counts),
             dead_letters=await self.db.read(dead_letters, DEAD_LETTERS_SHOWN),
         )
+
+
+def channel_status(connector: Connector) -> ChannelStatus:
+    health = connector.health
+    retry_in = None
+    if health.state == "retrying" and health.retry_at is not None:
+        retry_in = round(max(0.0, health.retry_at - time.time()), 1)
+    return ChannelStatus(health.state, health.detail, health.since, retry_in)

@@ -180,18 +180,21 @@ class DiscordConnector:
         except discord.GatewayNotFound:
             await client.close()
             raise ConnectorStartError(
-                f"{self.name}: {where} did not return a gateway URL; set gateway_url for this channel"
+                f"{self.name}: {where} did not return a gateway URL; set gateway_url for this channel",
+                transient=True,
             ) from None
         except discord.HTTPException as exc:
             await client.close()
             raise ConnectorStartError(
-                f"{self.name}: Discord answered {exc.status} while checking the bot token: {exc.text}"
+                f"{self.name}: Discord answered {exc.status} while checking the bot token: {exc.text}",
+                transient=exc.status >= 500 or exc.status == 429,
             ) from None
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             await client.close()
             raise ConnectorStartError(
                 f"{self.name}: cannot reach the Discord API at {where} ({exc!r}); check the network "
-                "or this channel's api_base_url"
+                "or this channel's api_base_url",
+                transient=True,
             ) from None
         return client
 

@@ -49,7 +49,7 @@ from connectors.base import (
 )
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
-from connectors.slack.errors import SEND_ERRORS, api_error_code, classify_send_error
+from connectors.slack.errors import SEND_ERRORS, api_error_code, classify_send_error, may_pass
 from connectors.slack.files import FileDownloader
 from connectors.slack.inbound import (
     SkipEvent,
@@ -248,12 +248,14 @@ class SlackConnector:
                     "Bot User OAuth Token (xoxb-...) from the app's OAuth & Permissions page"
                 ) from None
             raise ConnectorStartError(
-                f"{self.name}: auth.test failed ({code}); check bot_token and api_base_url"
+                f"{self.name}: auth.test failed ({code}); check bot_token and api_base_url",
+                transient=may_pass(err),
             ) from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ConnectorStartError(
                 f"{self.name}: cannot reach the Slack Web API at {self._api_root} ({type(exc).__name__}); "
-                "check network access and api_base_url"
+                "check network access and api_base_url",
+                transient=True,
             ) from None
         user_id, bot_id = resp.get("user_id"), resp.get("bot_id")
         if not isinstance(user_id, str) or not user_id or not bot_id:

@@ -79,3 +79,10 @@ def classify_send_error(exc: BaseException) -> SendResult:
     if isinstance(exc, SlackClientError):
         return SendResult.failed(ErrorClass.PERMANENT, f"invalid request: {exc}")
     return SendResult.failed(ErrorClass.AMBIGUOUS, f"unexpected error: {type(exc).__name__}: {exc}")
+
+
+def may_pass(err: SlackApiError) -> bool:
+    """True when Slack failed for now (a 5xx, a rate limit, ``service_unavailable``), so a
+    later start may succeed; False for a refusal that stays until the configuration changes."""
+    status = getattr(err.response, "status_code", 0) or 0
+    return status >= 500 or status == 429 or api_error_code(err) in _MAYBE_DONE | _LATER

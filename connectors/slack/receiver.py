@@ -33,7 +33,7 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from connectors.base import ConnectorHealth, ConnectorStartError
-from connectors.slack.errors import api_error_code
+from connectors.slack.errors import api_error_code, may_pass
 from connectors.slack.socket import MAX_EVENT_BYTES, BackoffSocketModeClient, ReconnectBackoff
 from gateway.config import SlackChannel
 from gateway.errors import TransientError
@@ -175,6 +175,10 @@ class EventReceiver:
                 "not_allowed_token_type": "it is not an app-level token; use the xapp-... token",
                 "missing_scope": "the app-level token needs the connections:write scope",
             }.get(code, "set SLACK_APP_TOKEN to an app-level token (xapp-...) with connections:write")
+            if may_pass(err):
+                raise ConnectorStartError(
+                    f"{self.name}: Slack could not open Socket Mode for now ({code})", transient=True
+                ) from None
             raise ConnectorStartError(
                 f"{self.name}: Slack refused the app token for Socket Mode ({code}); {hint}, and enable "
                 "Socket Mode in the app settings"
@@ -182,7 +186,8 @@ class EventReceiver:
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ConnectorStartError(
                 f"{self.name}: cannot reach Slack to open Socket Mode ({type(exc).__name__}); "
-                "check network access"
+                "check network access",
+                transient=True,
             ) from None
         client = BackoffSocketModeClient(
             backoff=self._backoff,
@@ -200,7 +205,8 @@ class EventReceiver:
         except TimeoutError:
             raise ConnectorStartError(
                 f"{self.name}: the Socket Mode websocket did not open within {self._timeout:g}s; "
-                "check network access to Slack"
+                "check network access to Slack",
+                transient=True,
             ) from None
         self._watcher = asyncio.create_task(self._watch_socket())
 

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from telegram.constants import ChatAction
-from telegram.error import InvalidToken, TelegramError
+from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
 
 from connectors.base import (
     ConnectorHealth,
@@ -129,7 +129,8 @@ class TelegramConnector:
             await bot.close()
             raise ConnectorStartError(
                 f"{self.name}: cannot reach the Telegram Bot API at {api_root(settings)} "
-                f"({redact(str(exc), settings.token)}); check the network and api_base_url"
+                f"({redact(str(exc), settings.token)}); check the network and api_base_url",
+                transient=_may_pass(exc),
             ) from None
         me = bot.bot
         identity = BotIdentity(me.id, me.username or "")
@@ -263,3 +264,9 @@ class TelegramConnector:
             return
         topic = int(thread.topic) if thread.topic and thread.topic.isdigit() else None
         await bot.send_chat_action(chat_ref(thread.chat_id), ChatAction.TYPING, message_thread_id=topic)
+
+
+def _may_pass(exc: TelegramError) -> bool:
+    """True for a failure a later try may not meet: no network, a timeout, a 5xx, flood
+    control. A refusal (403, 400) stays until the configuration changes."""
+    return isinstance(exc, RetryAfter) or (isinstance(exc, NetworkError) and not isinstance(exc, BadRequest))

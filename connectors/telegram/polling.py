@@ -76,6 +76,17 @@ class Poller:
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"telegram poller {self._name}")
+            self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """A poll loop that died of an error no retry here covers: the channel is restarted."""
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        log.error("%s: the update poller stopped", self._name, exc_info=exc)
+        self._health.set(
+            "failed", f"the update poller stopped: {type(exc).__name__}: {exc}", restartable=True
+        )
 
     async def stop(self) -> None:
         task, self._task = self._task, None

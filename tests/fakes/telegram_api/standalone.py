@@ -2,12 +2,13 @@
 ``talon run`` as users do.
 
     python -m tests.fakes.telegram_api.standalone --port-file PATH \\
-        [--latency 0.05:0.2] [--fail-rate 0.02] [--seed 1] [--max-seconds 600]
+        [--latency 0.05:0.2] [--fail-rate 0.02] [--fail-first 3] [--port 0] [--seed 1] [--max-seconds 600]
 
 Every Bot API call waits a random time in ``--latency`` before it is answered. A share
 ``--fail-rate`` of ``sendMessage`` calls is refused before anything is recorded, as
 Telegram refuses them: half with 429 flood control (``retry_after`` 1 s), half with
-502 Bad Gateway. The test drives the fake over HTTP under ``/_fake/``:
+502 Bad Gateway. ``--fail-first N`` answers the first N Bot API calls of any method with 502, as
+a server that is still coming up does. The test drives the fake over HTTP under ``/_fake/``:
 
 - ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?}]}``
   queues incoming messages; answers ``{"update_ids": [...]}``.
@@ -35,10 +36,13 @@ from tests.fakes.telegram_api.state import ApiError
 class ChaoticTelegramAPI(FakeTelegramAPI):
     """The fake server with latency on every call and refusals on some sends."""
 
-    def __init__(self, *, latency: tuple[float, float], fail_rate: float, seed: int) -> None:
+    def __init__(
+        self, *, latency: tuple[float, float], fail_rate: float, seed: int, fail_first: int = 0
+    ) -> None:
         super().__init__()
         self.latency = latency
         self.fail_rate = fail_rate
+        self.fail_first = fail_first
         self.refused: Counter[int] = Counter()
         self.method_calls: Counter[str] = Counter()
         self._rng = random.Random(seed)
@@ -46,6 +50,10 @@ class ChaoticTelegramAPI(FakeTelegramAPI):
     async def _on_api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"].lower()
         self.method_calls[method] += 1
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            self.refused[502] += 1
+            return _error_response(ApiError(502, "Bad Gateway"))
         if method != "getupdates":
             await asyncio.sleep(self._rng.uniform(*self.latency))
         if method == "sendmessage" and self._rng.random() < self.fail_rate:
@@ -102,7 +110,10 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
 async def serve(args: argparse.Namespace) -> None:
     low, _, high = args.latency.partition(":")
     fake = ChaoticTelegramAPI(
-        latency=(float(low), float(high or low)), fail_rate=args.fail_rate, seed=args.seed
+        latency=(float(low), float(high or low)),
+        fail_rate=args.fail_rate,
+        seed=args.seed,
+        fail_first=args.fail_first,
     )
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_routes(control_routes(fake))
@@ -110,7 +121,7 @@ async def serve(args: argparse.Namespace) -> None:
     app.router.add_get("/file/bot{token}/{path:.+}", fake._on_file)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", args.port)
     await site.start()
     port = runner.addresses[0][1]
     fake.url = f"http://127.0.0.1:{port}"
@@ -144,6 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port-file", type=Path, required=True, help="written with url and token")
     parser.add_argument("--latency", default="0:0", help="seconds added to each call, LOW:HIGH")
     parser.add_argument("--fail-rate", type=float, default=0.0, help="share of sendMessage refused")
+    parser.add_argument("--fail-first", type=int, default=0, help="Bot API calls answered 502 first")
+    parser.add_argument("--port", type=int, default=0, help="port to bind on 127.0.0.1; 0 = any free one")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
     asyncio.run(serve(parser.parse_args(argv)))
