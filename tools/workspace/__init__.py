@@ -10,7 +10,7 @@ of each capability prefix, ``<prefix>.md``.
 from __future__ import annotations
 
 from tools.base import HostTool
-from tools.workspace import extract_document, read_file, shell, write_file
+from tools.workspace import extract_document, git_read, read_file, shell, write_file
 
 __all__ = ["TOOLS"]
 
@@ -18,5 +18,6 @@ TOOLS: tuple[HostTool, ...] = (
     read_file.TOOL,
     extract_document.TOOL,
     write_file.TOOL,
+    git_read.TOOL,
     shell.TOOL,
 )
