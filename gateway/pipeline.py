@@ -24,6 +24,7 @@ from functools import partial
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
 from gateway.commands import command_of
 from gateway.config import Binding
+from gateway.intake_documents import with_excerpts
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
 from gateway.store.db import Database
@@ -93,6 +94,7 @@ class Pipeline:
             status = IntakeStatus.ACCEPTED
         if self.limits.too_long(event):
             event = await self.limits.cut(event)
+        event = await with_excerpts(event)
         pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
         # Concurrent events share commits (Database.run_transaction groups them), each in
         # its own savepoint, so one bad event fails alone.

@@ -105,6 +105,10 @@ def _render_row(row: MessageRow, show_names: bool) -> str:
         return text
     out = text
     if attachments:
-        files = ", ".join(f"{a['name']} ({a['path']})" for a in json.loads(attachments))
-        out += f"\n[attachments: {files}]"
+        files = json.loads(attachments)
+        out += "\n[attachments: " + ", ".join(f"{a['name']} ({a['path']})" for a in files) + "]"
+        for a in files:
+            if a.get("excerpt"):
+                kind = a.get("mime_type") or a["name"].rsplit(".", 1)[-1]
+                out += f"\n[document {a['path']} ({kind}, {a.get('size', 0):,} bytes) begins:]\n{a['excerpt']}"
     return f"[{name}] {out}" if name and show_names else out
