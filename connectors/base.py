@@ -52,7 +52,6 @@ class Attachment:
     mime_type: str | None = None
     size: int = 0
     excerpt: str | None = None  # a document's opening text, added at intake (gateway/intake_documents.py)
-    excerpt: str | None = None  # a document's opening text, added at intake (gateway/intake_documents.py)
 
 
 @dataclass(slots=True)
