@@ -10,14 +10,32 @@ of each capability prefix, ``<prefix>.md``.
 from __future__ import annotations
 
 from tools.base import HostTool
-from tools.workspace import extract_document, git_read, read_file, shell, write_file
+from tools.workspace import (
+    edit_file,
+    extract_document,
+    git_read,
+    glob,
+    grep,
+    json_query,
+    list_directory,
+    patch_apply,
+    read_file,
+    shell,
+    write_file,
+)
 
 __all__ = ["TOOLS"]
 
 TOOLS: tuple[HostTool, ...] = (
     read_file.TOOL,
+    list_directory.TOOL,
+    glob.TOOL,
+    grep.TOOL,
+    json_query.TOOL,
     extract_document.TOOL,
     write_file.TOOL,
+    edit_file.TOOL,
+    patch_apply.TOOL,
     git_read.TOOL,
     shell.TOOL,
 )

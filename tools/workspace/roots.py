@@ -236,7 +236,13 @@ class WorkspaceRoots:
         raise self._refuse(what, path, "is outside the workspace")
 
     def resolve(
-        self, path: object, *, what: str = "path", follow_last: bool = True, create_parents: bool = False
+        self,
+        path: object,
+        *,
+        what: str = "path",
+        follow_last: bool = True,
+        create_parents: bool = False,
+        missing_parents_ok: bool = False,
     ) -> Resolved:
         """Check ``path`` and hold its parent open.
 
@@ -245,6 +251,8 @@ class WorkspaceRoots:
             what: How refusals name the argument (``file_path``).
             follow_last: Follow a symbolic link in the last component (within the roots).
             create_parents: Create missing parent directories (write calls).
+            missing_parents_ok: Accept missing parent directories without creating them: the
+                result does not exist and its ``name`` is the missing rest (to check a later write).
 
         Returns:
             :class:`Resolved`: The caller must :meth:`Resolved.close` it.
@@ -254,7 +262,7 @@ class WorkspaceRoots:
                 directory, it is a device or FIFO, or the root is read-only for a write call.
         """
         root, parts = self.virtual_parts(path, what=what)
-        walk = _Walk(self, root, what, str(path), create_parents)
+        walk = _Walk(self, root, what, str(path), create_parents, missing_parents_ok)
         try:
             resolved = walk.run(parts, follow_last)
         except BaseException:
@@ -289,8 +297,11 @@ class WorkspaceRoots:
 class _Walk:
     """One openat-style walk: a stack of open directory descriptors from a root down."""
 
-    def __init__(self, roots: WorkspaceRoots, root: Root, what: str, shown: str, create: bool) -> None:
+    def __init__(
+        self, roots: WorkspaceRoots, root: Root, what: str, shown: str, create: bool, missing_ok: bool = False
+    ) -> None:
         self.roots = roots
+        self.missing_ok = missing_ok
         self.what = what
         self.shown = shown
         self.create = create
@@ -331,6 +342,8 @@ class _Walk:
             except FileNotFoundError:
                 if last:
                     return self._result(name, None)
+                if self.missing_ok and not self.create:
+                    return self._missing(name, pending)
                 if not self.create:
                     raise ToolError(
                         f"{self.what} {_show(self.shown)}: the folder {self._virtual(name)} does not exist; "
@@ -349,6 +362,16 @@ class _Walk:
                 )
             self._descend(name)
         return self._result(".", os.stat(".", dir_fd=self.fds[-1], follow_symlinks=False))
+
+    def _missing(self, name: str, pending: list[str]) -> Resolved:
+        """A path whose folders do not exist yet (checked for a later write that creates them)."""
+        rest = [name, *reversed([p for p in pending if p not in ("", ".")])]
+        if ".." in rest:
+            raise self._refuse("uses '..' below a folder that does not exist")
+        virtual = "/".join([self._virtual(), *rest])
+        parent = self.fds.pop()
+        self.close_all()
+        return Resolved(self.root, virtual, parent, "/".join(rest), None)
 
     def _descend(self, name: str) -> None:
         try:
