@@ -52,33 +52,59 @@ def _looks_binary(head: bytes) -> bool:
     return False
 
 
-def lines_of(fd: int, digest: Any = None, *, keep: int = MAX_LINE_CHARS * 4) -> Iterator[tuple[bytes, int]]:
-    """Each line of ``fd`` as ``(its first keep bytes, how many bytes were skipped)``,
-    read in chunks; ``digest`` (a hashlib object) is fed every byte read."""
+def lines_of(
+    fd: int, digest: Any = None, *, keep: int = MAX_LINE_CHARS * 4, skip: int = 0
+) -> Iterator[tuple[bytes, int]]:
+    """Each line of ``fd`` after the first ``skip`` as ``(its first keep bytes, how many bytes
+    were skipped)``, read in chunks; ``digest`` (a hashlib object) is fed every byte read.
+
+    Whole chunks before line ``skip + 1`` are only counted, and a line longer than ``keep`` is
+    never held beyond ``keep`` bytes.
+    """
     position = 0
-    line = bytearray()
-    skipped = 0
-    while True:
-        chunk = os.pread(fd, CHUNK, position)
-        if not chunk:
-            break
+    carry = bytearray()
+    cut = 0
+    to_skip = skip
+    while chunk := os.pread(fd, CHUNK, position):
         position += len(chunk)
         if digest is not None:
             digest.update(chunk)
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            room = keep - len(line)
-            line += piece[:room] if room > 0 else b""
-            skipped += max(len(piece) - max(room, 0), 0)
-            if end < 0:
-                break
-            yield bytes(line), skipped
-            line, skipped = bytearray(), 0
-            start = end + 1
-    if line or skipped:
-        yield bytes(line), skipped
+        if to_skip:
+            newlines = chunk.count(b"\n")
+            if newlines < to_skip:
+                to_skip -= newlines
+                continue
+            at = -1
+            for _ in range(to_skip):
+                at = chunk.index(b"\n", at + 1)
+            chunk, to_skip = chunk[at + 1 :], 0
+        pieces = chunk.split(b"\n")
+        for piece in pieces[:-1]:
+            if carry or cut:
+                room = max(keep - len(carry), 0)
+                carry += piece[:room]
+                yield bytes(carry), cut + max(len(piece) - room, 0)
+                carry, cut = bytearray(), 0
+            elif len(piece) <= keep:
+                yield piece, 0
+            else:
+                yield piece[:keep], len(piece) - keep
+        room = max(keep - len(carry), 0)
+        carry += pieces[-1][:room]
+        cut += max(len(pieces[-1]) - room, 0)
+    if (carry or cut) and not to_skip:
+        yield bytes(carry), cut
+
+
+def count_lines(fd: int) -> int:
+    """How many lines ``fd`` holds (a last line without a newline counts)."""
+    position = count = 0
+    last = b"\n"
+    while chunk := os.pread(fd, CHUNK, position):
+        position += len(chunk)
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
 
 
 def _render(number: int, raw: bytes, skipped: int) -> str:
@@ -97,11 +123,9 @@ def _read(fd: int, size: int, virtual: str, offset: int, limit: int) -> str:
     digest = hashlib.sha256() if size <= HASH_UP_TO else None
     out: list[str] = []
     used = 0
-    number = 0
+    number = offset - 1
     more = full = False
-    for number, (raw, skipped) in enumerate(lines_of(fd, digest), start=1):
-        if number < offset:
-            continue
+    for number, (raw, skipped) in enumerate(lines_of(fd, digest, skip=offset - 1), start=offset):
         if len(out) >= limit:
             more = True
             break
@@ -112,9 +136,10 @@ def _read(fd: int, size: int, virtual: str, offset: int, limit: int) -> str:
         out.append(entry)
         used += len(entry) + 1
     if not out:
-        if number == 0:
+        total = count_lines(fd)
+        if total == 0:
             return f"[{virtual} is empty]"
-        return f"[{virtual} has {number} lines; offset {offset} is past the end: send an offset from 1 to {number}]"
+        return f"[{virtual} has {total} lines; offset {offset} is past the end: send an offset from 1 to {total}]"
     shown_to = offset + len(out) - 1
     if more:
         why = f"the {MAX_OUTPUT_CHARS}-character output limit" if full else f"limit {limit}"
