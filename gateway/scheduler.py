@@ -14,21 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-
-from gateway.scheduling.cron import ScheduleError
+from gateway.scheduling.cron import ScheduleError, iso
 from gateway.scheduling.cron import next_run as _next_run
 from gateway.scheduling.due import DuePlan, plan_cron, plan_once
-from gateway.scheduling.store import list_schedules, record_result
+from gateway.store import schedules
 from gateway.store.db import Database
+from gateway.store.queue import enqueue_task
+from gateway.store.schedules import ScheduleRow
 
 if TYPE_CHECKING:
     from gateway.personas import Persona
@@ -40,6 +39,53 @@ log = logging.getLogger("talon.scheduler")
 _RUNNING: weakref.WeakSet[Scheduler] = weakref.WeakSet()
 _ERROR_BACKOFF = 1.0
 _MIN_SLEEP = 0.01
+RESULT_STATUSES = frozenset({"completed", "failed", "canceled"})
+
+
+async def record_result(
+    db: Database, schedule_id: str, due_at: float, *, status: str, run_id: int | None, error: str | None
+) -> bool:
+    """Record how a scheduled turn ended; the queue calls this when the turn is over.
+
+    Updates the ``schedule_runs`` row of that occurrence and, unless a newer occurrence has
+    already been recorded, the schedule's ``last_status``. Returns False when the
+    occurrence is unknown (for example, the schedule was deleted meanwhile).
+
+    Raises:
+        ValueError: ``status`` is not one of completed, failed, canceled.
+    """
+    if status not in RESULT_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(sorted(RESULT_STATUSES))}, not {status!r}")
+    return await db.run_transaction(
+        schedules.record_result,
+        schedule_id,
+        due_at,
+        status=status,
+        run_id=run_id,
+        error=error,
+        now=time.time(),
+    )
+
+
+async def list_schedules(db: Database) -> list[dict[str, Any]]:
+    """Every schedule of every persona, for ``talon schedules``; times are ISO in their timezone."""
+    return [
+        {
+            "id": row.id,
+            "persona": row.persona,
+            "thread_id": row.thread_id,
+            "label": row.label,
+            "cron_expr": row.cron_expr,
+            "run_at": iso(row.run_at, row.timezone),
+            "timezone": row.timezone,
+            "prompt_file": row.prompt_file,
+            "enabled": row.enabled,
+            "next_run_at": iso(row.next_run_at, row.timezone),
+            "last_run_at": iso(row.last_run_at, row.timezone),
+            "last_status": row.last_status,
+        }
+        for row in await db.read(schedules.all_schedules)
+    ]
 
 
 def schedules_changed(db: Database) -> None:
@@ -101,17 +147,13 @@ class Scheduler:
         """Fire everything due now. Returns how many occurrences were enqueued."""
         now = self._clock()
         await self._fill_missing_next_runs(now)
-        due = await self.db.fetchall(
-            "SELECT id, next_run_at FROM schedules WHERE enabled = 1 AND next_run_at IS NOT NULL "
-            "AND next_run_at <= ? ORDER BY next_run_at, id",
-            (now,),
-        )
+        due = await self.db.read(schedules.due_schedules, now)
         fired = 0
-        for row in due:
+        for schedule_id, due_at in due:
             try:
-                thread_id = await self._fire(row["id"], row["next_run_at"], now)
+                thread_id = await self._fire(schedule_id, due_at, now)
             except Exception:  # one broken schedule must not hold up the others
-                log.exception("schedule %s: could not fire; retrying on the next tick", row["id"])
+                log.exception("schedule %s: could not fire; retrying on the next tick", schedule_id)
                 continue
             if thread_id is not None:
                 fired += 1
@@ -135,53 +177,41 @@ class Scheduler:
             await _wait_any(stop, self._wake, timeout=delay)
 
     async def _seconds_until_due(self) -> float:
-        row = await self.db.fetchone(
-            "SELECT MIN(next_run_at) FROM schedules WHERE enabled = 1 AND next_run_at IS NOT NULL"
-        )
-        if row is None or row[0] is None:
+        due_at = await self.db.read(schedules.next_due_at)
+        if due_at is None:
             return self.max_sleep
-        return min(self.max_sleep, max(_MIN_SLEEP, row[0] - self._clock()))
+        return min(self.max_sleep, max(_MIN_SLEEP, due_at - self._clock()))
 
     async def _fill_missing_next_runs(self, now: float) -> None:
         """Give enabled schedules without a next run one (rows written by other means)."""
-        rows = await self.db.fetchall(
-            "SELECT id, cron_expr, run_at, timezone FROM schedules WHERE enabled = 1 AND next_run_at IS NULL"
-        )
-        for row in rows:
+        for row in await self.db.read(schedules.without_next_run):
             error = None
             next_at: float | None = None
-            if row["cron_expr"]:
+            if row.cron_expr:
                 try:
-                    next_at = _next_run(row["cron_expr"], row["timezone"] or self.default_timezone, now)
+                    next_at = _next_run(row.cron_expr, row.timezone or self.default_timezone, now)
                 except ScheduleError as exc:
                     error = str(exc)
-            elif row["run_at"] is not None:
-                next_at = row["run_at"]
+            elif row.run_at is not None:
+                next_at = row.run_at
             else:
                 error = "schedule has neither cronExpr nor runAt"
-            async with self.db.transaction() as conn:
-                if next_at is not None:
-                    await conn.execute(
-                        "UPDATE schedules SET next_run_at = ?, updated_at = ? WHERE id = ? AND next_run_at IS NULL",
-                        (next_at, now, row["id"]),
-                    )
-                else:
-                    log.warning("schedule %s disabled: %s", row["id"], error)
-                    await conn.execute(
-                        "UPDATE schedules SET enabled = 0, last_status = 'failed', updated_at = ? WHERE id = ?",
-                        (now, row["id"]),
-                    )
+            if next_at is not None:
+                await self.db.run_transaction(schedules.set_next_run, row.id, next_at, now)
+            else:
+                log.warning("schedule %s disabled: %s", row.id, error)
+                await self.db.run_transaction(schedules.disable_failed, row.id, now)
 
     async def _fire(self, schedule_id: str, due_at: float, now: float) -> int | None:
         """Handle one due schedule; returns its thread id when an occurrence was enqueued."""
-        row = await self.db.fetchone("SELECT * FROM schedules WHERE id = ?", (schedule_id,))
-        if row is None or not row["enabled"] or row["next_run_at"] != due_at:
+        row = await self.db.read(schedules.get_schedule, schedule_id)
+        if row is None or not row.enabled or row.next_run_at != due_at:
             return None
-        tz = row["timezone"] or self.default_timezone
+        tz = row.timezone or self.default_timezone
         broken: str | None = None
         try:
-            if row["cron_expr"]:
-                plan = plan_cron(row["cron_expr"], tz, due_at, now, self.grace_seconds)
+            if row.cron_expr:
+                plan = plan_cron(row.cron_expr, tz, due_at, now, self.grace_seconds)
             else:
                 plan = plan_once(due_at, now, self.grace_seconds)
         except ScheduleError as exc:
@@ -189,79 +219,41 @@ class Scheduler:
             plan = DuePlan(None, 0, False, None, None)
         prompt, prompt_error = await self._prompt_text(row) if plan.fire_at is not None else (None, None)
 
-        async with self.db.transaction() as conn:
-            current = await (
-                await conn.execute(
-                    "SELECT enabled, next_run_at, updated_at FROM schedules WHERE id = ?", (schedule_id,)
-                )
-            ).fetchone()
+        def fire(conn: sqlite3.Connection) -> bool | None:
+            current = schedules.get_schedule(conn, schedule_id)
             # Another tick fired it, or it was edited since we read it: leave it to the next tick.
-            if current is None or not current[0] or current[1] != due_at or current[2] != row["updated_at"]:
+            if (
+                current is None
+                or not current.enabled
+                or current.next_run_at != due_at
+                or current.updated_at != row.updated_at
+            ):
                 return None
             if broken is not None:
-                log.warning("schedule %s disabled: %s", schedule_id, broken)
-                await _insert_run(conn, schedule_id, due_at, "failed", broken, now)
-                await conn.execute(
-                    "UPDATE schedules SET enabled = 0, next_run_at = NULL, last_status = 'failed', "
-                    "updated_at = ? WHERE id = ?",
-                    (now, schedule_id),
-                )
-                return None
-            enqueued = await self._record(conn, row, plan, prompt, prompt_error, now)
+                schedules.insert_run(conn, schedule_id, due_at, "failed", broken, now)
+                schedules.disable_failed(conn, schedule_id, now)
+                return False
+            return _record(conn, row, plan, prompt, prompt_error, now)
+
+        enqueued = await self.db.run_transaction(fire)
+        if enqueued is None:
+            return None
+        if broken is not None:
+            log.warning("schedule %s disabled: %s", schedule_id, broken)
+            return None
         if plan.skipped:
             log.info("schedule %s: %s", schedule_id, plan.skip_note())
-        return row["thread_id"] if enqueued else None
+        return row.thread_id if enqueued else None
 
-    async def _record(
-        self,
-        conn: aiosqlite.Connection,
-        row: sqlite3.Row,
-        plan: DuePlan,
-        prompt: str | None,
-        prompt_error: str | None,
-        now: float,
-    ) -> bool:
-        """Write the plan inside the firing transaction; True when a queue item was added."""
-        schedule_id = row["id"]
-        if plan.last_skipped_at is not None:
-            await _insert_run(conn, schedule_id, plan.last_skipped_at, "skipped", plan.skip_note(), now)
-        status, enqueued = ("skipped" if plan.fire_at is None else row["last_status"]), False
-        if plan.fire_at is not None and prompt_error is not None:
-            await _insert_run(conn, schedule_id, plan.fire_at, "failed", prompt_error, now)
-            status = "failed"
-        elif plan.fire_at is not None and await _insert_run(
-            conn, schedule_id, plan.fire_at, "queued", None, now
-        ):
-            payload = {
-                "schedule_id": schedule_id,
-                "persona": row["persona"],
-                "prompt": prompt,
-                "label": row["label"],
-                "due_at": plan.fire_at,
-            }
-            await conn.execute(
-                "INSERT INTO queue_items (thread_id, kind, payload, status, available_at, created_at, updated_at) "
-                "VALUES (?, 'schedule', ?, 'pending', ?, ?, ?)",
-                (row["thread_id"], json.dumps(payload, ensure_ascii=False), now, now, now),
-            )
-            status, enqueued = "queued", True
-        last_run_at = plan.fire_at if plan.fire_at is not None else row["last_run_at"]
-        await conn.execute(
-            "UPDATE schedules SET next_run_at = ?, enabled = ?, last_run_at = ?, last_status = ?, "
-            "updated_at = ? WHERE id = ?",
-            (plan.next_at, 1 if plan.next_at is not None else 0, last_run_at, status, now, schedule_id),
-        )
-        return enqueued
-
-    async def _prompt_text(self, row: sqlite3.Row) -> tuple[str | None, str | None]:
+    async def _prompt_text(self, row: ScheduleRow) -> tuple[str | None, str | None]:
         """(prompt text, None) or (None, why it cannot be read); prompt files are read now."""
-        alias = row["prompt_file"]
+        alias = row.prompt_file
         if not alias:
-            return row["prompt"] or "", None
-        persona = (self._personas or {}).get(row["persona"])
+            return row.prompt or "", None
+        persona = (self._personas or {}).get(row.persona)
         path = persona.prompt_alias(alias) if persona is not None else None
         if path is None:
-            return None, f"prompt file {alias!r} of persona {row['persona']!r} not found"
+            return None, f"prompt file {alias!r} of persona {row.persona!r} not found"
         try:
             text = await asyncio.to_thread(path.read_text, encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -271,15 +263,39 @@ class Scheduler:
         return text, None
 
 
-async def _insert_run(
-    conn: aiosqlite.Connection, schedule_id: str, due_at: float, status: str, error: str | None, now: float
+def _record(
+    conn: sqlite3.Connection,
+    row: ScheduleRow,
+    plan: DuePlan,
+    prompt: str | None,
+    prompt_error: str | None,
+    now: float,
 ) -> bool:
-    cursor = await conn.execute(
-        "INSERT INTO schedule_runs (schedule_id, due_at, status, error, created_at) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (schedule_id, due_at) DO NOTHING",
-        (schedule_id, due_at, status, error, now),
+    """Write the plan inside the firing transaction; True when a queue item was added."""
+    schedule_id = row.id
+    if plan.last_skipped_at is not None:
+        schedules.insert_run(conn, schedule_id, plan.last_skipped_at, "skipped", plan.skip_note(), now)
+    status, enqueued = ("skipped" if plan.fire_at is None else row.last_status), False
+    if plan.fire_at is not None and prompt_error is not None:
+        schedules.insert_run(conn, schedule_id, plan.fire_at, "failed", prompt_error, now)
+        status = "failed"
+    elif plan.fire_at is not None and schedules.insert_run(
+        conn, schedule_id, plan.fire_at, "queued", None, now
+    ):
+        payload = {
+            "schedule_id": schedule_id,
+            "persona": row.persona,
+            "prompt": prompt,
+            "label": row.label,
+            "due_at": plan.fire_at,
+        }
+        enqueue_task(conn, row.thread_id, "schedule", payload, now=now)
+        status, enqueued = "queued", True
+    last_run_at = plan.fire_at if plan.fire_at is not None else row.last_run_at
+    schedules.advance(
+        conn, schedule_id, next_run_at=plan.next_at, last_run_at=last_run_at, last_status=status, now=now
     )
-    return bool(cursor.rowcount)
+    return enqueued
 
 
 async def _wait_any(*events: asyncio.Event, timeout: float) -> None:

@@ -7,13 +7,13 @@ is reported as unknown.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Any
 
 from gateway.scheduler import schedules_changed
-from gateway.scheduling import store
 from gateway.scheduling.cron import ScheduleError, iso, next_run, parse_run_at, validate_cron, zone
+from gateway.store import schedules
+from gateway.store.schedules import ScheduleRow
 from tools.base import HostTool, ToolContext, ToolError
 
 ACTIONS = ("create", "update", "cancel", "delete", "list")
@@ -40,7 +40,7 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     now = time.time()
     try:
         if action == "list":
-            rows = await store.persona_schedules(ctx.db, ctx.persona.name)
+            rows = await ctx.db.read(schedules.persona_schedules, ctx.persona.name)
             return {"schedules": [_view(row, ctx.thread_id) for row in rows]}
         if action == "create":
             result = await _create(ctx, args, now)
@@ -59,13 +59,13 @@ async def _create(ctx: ToolContext, args: dict[str, Any], now: float) -> dict[st
     cron_expr, run_at = _when(args, tz, now, required=True)
     prompt, prompt_file = _prompt(ctx, args)
     label = _label(args)
-    if await store.count_enabled(ctx.db, ctx.persona.name) >= MAX_ENABLED_PER_PERSONA:
+    if await ctx.db.read(schedules.count_enabled, ctx.persona.name) >= MAX_ENABLED_PER_PERSONA:
         raise ToolError(
             f"this persona already has {MAX_ENABLED_PER_PERSONA} active schedules; cancel or delete some first"
         )
     next_at = next_run(cron_expr, tz, now) if cron_expr else run_at
-    row = await store.create_schedule(
-        ctx.db,
+    row = await ctx.db.run_transaction(
+        schedules.create_schedule,
         persona=ctx.persona.name,
         thread_id=ctx.thread_id,
         label=label,
@@ -90,7 +90,7 @@ async def _change(ctx: ToolContext, action: str, args: dict[str, Any], now: floa
             raise ToolError(
                 f"{action} takes only scheduleId; use action 'update' to change {', '.join(extra)}"
             )
-    row = await store.get_schedule(ctx.db, schedule_id, ctx.persona.name)
+    row = await ctx.db.read(schedules.get_schedule, schedule_id, ctx.persona.name)
     if row is None:
         raise ToolError(
             f"no schedule {schedule_id!r} for this persona; call action 'list' to see your schedules"
@@ -98,37 +98,39 @@ async def _change(ctx: ToolContext, action: str, args: dict[str, Any], now: floa
     if action == "delete":
         return {
             "scheduleId": schedule_id,
-            "deleted": await store.delete_schedule(ctx.db, schedule_id, ctx.persona.name),
+            "deleted": await ctx.db.run_transaction(schedules.delete_schedule, schedule_id, ctx.persona.name),
         }
     if action == "cancel":
         changes: dict[str, Any] = {"enabled": 0, "next_run_at": None}
     else:
         changes = _update_changes(ctx, row, args, now)
-    updated = await store.update_schedule(ctx.db, schedule_id, ctx.persona.name, changes, now=now)
+    updated = await ctx.db.run_transaction(
+        schedules.update_schedule, schedule_id, ctx.persona.name, changes, now=now
+    )
     if updated is None:
         raise ToolError(f"no schedule {schedule_id!r} for this persona; it was deleted meanwhile")
     return _view(updated, ctx.thread_id)
 
 
-def _update_changes(ctx: ToolContext, row: sqlite3.Row, args: dict[str, Any], now: float) -> dict[str, Any]:
+def _update_changes(ctx: ToolContext, row: ScheduleRow, args: dict[str, Any], now: float) -> dict[str, Any]:
     if set(args) <= {"action", "scheduleId"}:
         raise ToolError(
             "update needs at least one of cronExpr, runAt, timezone, label, prompt, promptFile, enabled"
         )
     changes: dict[str, Any] = {}
-    tz = _timezone(args, row["timezone"])
+    tz = _timezone(args, row.timezone)
     if "timezone" in args:
         changes["timezone"] = tz
     cron_expr, run_at = _when(args, tz, now, required=False)
     if cron_expr is not None or run_at is not None:
         changes["cron_expr"], changes["run_at"] = cron_expr, run_at
     else:
-        cron_expr, run_at = row["cron_expr"], row["run_at"]
+        cron_expr, run_at = row.cron_expr, row.run_at
     if "prompt" in args or "promptFile" in args:
         changes["prompt"], changes["prompt_file"] = _prompt(ctx, args)
     if "label" in args:
         changes["label"] = _label(args)
-    enabled = bool(row["enabled"])
+    enabled = row.enabled
     if "enabled" in args:
         if not isinstance(args["enabled"], bool):
             raise ToolError("enabled must be true or false")
@@ -222,24 +224,24 @@ def _string(args: dict[str, Any], name: str) -> str | None:
     return value
 
 
-def _view(row: sqlite3.Row, thread_id: int) -> dict[str, Any]:
-    tz = row["timezone"]
-    prompt = row["prompt"]
+def _view(row: ScheduleRow, thread_id: int) -> dict[str, Any]:
+    tz = row.timezone
+    prompt = row.prompt
     if prompt and len(prompt) > _PREVIEW_CHARS:
         prompt = prompt[:_PREVIEW_CHARS] + "…"
     return {
-        "scheduleId": row["id"],
-        "label": row["label"],
-        "cronExpr": row["cron_expr"],
-        "runAt": iso(row["run_at"], tz),
+        "scheduleId": row.id,
+        "label": row.label,
+        "cronExpr": row.cron_expr,
+        "runAt": iso(row.run_at, tz),
         "timezone": tz,
         "prompt": prompt,
-        "promptFile": row["prompt_file"],
-        "enabled": bool(row["enabled"]),
-        "nextRunAt": iso(row["next_run_at"], tz),
-        "lastRunAt": iso(row["last_run_at"], tz),
-        "lastStatus": row["last_status"],
-        "inThisThread": row["thread_id"] == thread_id,
+        "promptFile": row.prompt_file,
+        "enabled": row.enabled,
+        "nextRunAt": iso(row.next_run_at, tz),
+        "lastRunAt": iso(row.last_run_at, tz),
+        "lastStatus": row.last_status,
+        "inThisThread": row.thread_id == thread_id,
     }
 
 

@@ -1,5 +1,6 @@
-"""Schedules: cron and one-shot times, catch-up planning and the ``schedules`` table.
+"""Schedules: cron and one-shot times and catch-up planning.
 
 :class:`gateway.scheduler.Scheduler` turns due schedules into queue items; the
-``schedule_manage`` tool creates and changes them through :mod:`gateway.scheduling.store`.
+``schedule_manage`` tool creates and changes them; both keep them in
+:mod:`gateway.store.schedules`.
 """

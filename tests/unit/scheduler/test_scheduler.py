@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gateway.scheduler import Scheduler, list_schedules, record_result
-from gateway.scheduling import store
+from gateway.store import schedules
 from gateway.store.db import Database
 from tests.unit.scheduler.support import FakeClock, add_thread, local, make_ctx, make_persona
 from tools.schedule_manage import TOOL as SCHEDULE_TOOL
@@ -34,8 +34,8 @@ async def add_schedule(
     persona: str = "alice",
 ) -> str:
     next_at = Scheduler.next_run(cron, tz, clock()) if cron else run_at
-    row = await store.create_schedule(
-        db,
+    row = await db.run_transaction(
+        schedules.create_schedule,
         persona=persona,
         thread_id=thread_id,
         label="greeting",
@@ -47,7 +47,7 @@ async def add_schedule(
         next_run_at=next_at,
         now=clock(),
     )
-    return str(row["id"])
+    return row.id
 
 
 async def queue_payloads(db: Database) -> list[dict[str, Any]]:
@@ -86,9 +86,9 @@ async def test_due_schedule_is_enqueued_in_its_thread(db: Database, thread_id: i
     assert (item["thread_id"], item["available_at"]) == (thread_id, clock.now)
     assert notified == [thread_id]
     assert await runs(db, sid) == [(due, "queued", None)]
-    row = await store.get_schedule(db, sid)
-    assert row["next_run_at"] == due + 86400
-    assert (row["last_status"], row["last_run_at"]) == ("queued", due)
+    row = await db.read(schedules.get_schedule, sid)
+    assert row.next_run_at == due + 86400
+    assert (row.last_status, row.last_run_at) == ("queued", due)
     assert await scheduler.tick() == 0
 
 
@@ -143,10 +143,10 @@ async def test_restart_outside_grace_skips_and_records_missed_runs(db: Database,
     assert await scheduler.tick() == 0
     assert await queue_payloads(db) == []
     assert await runs(db, sid) == [(local("UTC", 2030, 1, 3, 9), "skipped", "missed 3 runs while stopped")]
-    row = await store.get_schedule(db, sid)
-    assert row["next_run_at"] == local("UTC", 2030, 1, 4, 9)
-    assert row["last_status"] == "skipped"
-    assert row["enabled"] == 1
+    row = await db.read(schedules.get_schedule, sid)
+    assert row.next_run_at == local("UTC", 2030, 1, 4, 9)
+    assert row.last_status == "skipped"
+    assert row.enabled == 1
 
 
 async def test_long_outage_of_a_minutely_cron_fires_once_without_flooding(
@@ -161,7 +161,7 @@ async def test_long_outage_of_a_minutely_cron_fires_once_without_flooding(
     assert [status for _, status, _ in recorded] == ["skipped", "queued"]
     assert recorded[1][0] == local("UTC", 2030, 1, 8)
     assert recorded[0][2].startswith("missed at least ")
-    assert (await store.get_schedule(db, sid))["next_run_at"] == local("UTC", 2030, 1, 8, 0, 1)
+    assert (await db.read(schedules.get_schedule, sid)).next_run_at == local("UTC", 2030, 1, 8, 0, 1)
 
 
 async def test_one_shot_fires_once_then_disables(db: Database, thread_id: int) -> None:
@@ -174,8 +174,8 @@ async def test_one_shot_fires_once_then_disables(db: Database, thread_id: int) -
     clock.now = at + 86400
     assert await scheduler.tick() == 0
     assert [p["due_at"] for p in await queue_payloads(db)] == [at]
-    row = await store.get_schedule(db, sid)
-    assert (row["enabled"], row["next_run_at"], row["last_status"]) == (0, None, "queued")
+    row = await db.read(schedules.get_schedule, sid)
+    assert (row.enabled, row.next_run_at, row.last_status) == (0, None, "queued")
 
 
 async def test_one_shot_missed_beyond_grace_is_skipped(db: Database, thread_id: int) -> None:
@@ -186,7 +186,7 @@ async def test_one_shot_missed_beyond_grace_is_skipped(db: Database, thread_id: 
     assert await Scheduler(db, default_timezone="UTC", clock=clock).tick() == 0
     assert await queue_payloads(db) == []
     assert await runs(db, sid) == [(at, "skipped", "missed 1 run while stopped")]
-    assert (await store.get_schedule(db, sid))["enabled"] == 0
+    assert (await db.read(schedules.get_schedule, sid)).enabled == 0
 
 
 async def test_concurrent_ticks_enqueue_once(db: Database, thread_id: int) -> None:
@@ -220,8 +220,8 @@ async def test_prompt_file_is_read_at_fire_time(db: Database, thread_id: int, tm
         "failed",
         "prompt file 'report' of persona 'alice' not found",
     )
-    row = await store.get_schedule(db, sid)
-    assert (row["last_status"], row["next_run_at"], row["enabled"]) == (
+    row = await db.read(schedules.get_schedule, sid)
+    assert (row.last_status, row.next_run_at, row.enabled) == (
         "failed",
         local("UTC", 2030, 1, 3, 9),
         1,
@@ -236,8 +236,8 @@ async def test_broken_stored_schedule_is_disabled_and_others_still_fire(db: Data
     clock.now = local("UTC", 2030, 1, 1, 9)
     assert await Scheduler(db, default_timezone="UTC", clock=clock).tick() == 1
     assert [p["schedule_id"] for p in await queue_payloads(db)] == [good]
-    row = await store.get_schedule(db, bad)
-    assert (row["enabled"], row["last_status"]) == (0, "failed")
+    row = await db.read(schedules.get_schedule, bad)
+    assert (row.enabled, row.last_status) == (0, "failed")
     assert (await runs(db, bad))[0][1] == "failed"
 
 
@@ -250,7 +250,7 @@ async def test_record_result_updates_run_and_schedule(db: Database, thread_id: i
 
     assert await record_result(db, sid, due, status="failed", run_id=7, error="model timed out")
     assert await runs(db, sid) == [(due, "failed", "model timed out")]
-    assert (await store.get_schedule(db, sid))["last_status"] == "failed"
+    assert (await db.read(schedules.get_schedule, sid)).last_status == "failed"
     assert not await record_result(db, sid, due + 1, status="completed", run_id=8, error=None)
     with pytest.raises(ValueError, match="status must be one of"):
         await record_result(db, sid, due, status="done", run_id=None, error=None)

@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import delegation, memory, messages, outbox, queue, runs, threads
+from gateway.store import delegation, memory, messages, outbox, queue, runs, schedules, threads
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -38,6 +38,7 @@ class Backend:
     outbox: ModuleType
     memory: ModuleType
     delegation: ModuleType
+    schedules: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -56,7 +57,7 @@ class Backend:
 async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
-        yield Backend("sqlite", db, threads, messages, runs, queue, outbox, memory, delegation)
+        yield Backend("sqlite", db, threads, messages, runs, queue, outbox, memory, delegation, schedules)
     finally:
         await db.close()
 
