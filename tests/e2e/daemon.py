@@ -20,12 +20,17 @@ def talon_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 async def talon(
-    *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None, timeout: float = 60
+    *args: str,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+    timeout: float = 60,
+    cwd: Path | None = None,
 ) -> tuple[int, str, str]:
-    """Run one ``talon`` command to completion: (exit code, stdout, stderr)."""
+    """Run one ``talon`` command to completion (in ``cwd``): (exit code, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(
         *TALON,
         *args,
+        cwd=cwd,
         env=env or talon_env(),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
