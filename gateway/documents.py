@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import IO
 
+from gateway.errors import RefusedError
+
 __all__ = [
     "KINDS",
     "MAX_DECOMPRESSED",
@@ -49,7 +51,7 @@ _MIME = {
 }
 
 
-class DocumentError(ValueError):
+class DocumentError(RefusedError):
     """The document cannot be extracted; the message says why and what to do instead."""
 
 
