@@ -37,6 +37,7 @@ from gateway.runtime.context import (
 )
 from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
 from gateway.store.db import Database
+from gateway.store.memory import list_items
 from gateway.store.messages import MessageRow, add_message, platform_message_id
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
@@ -402,14 +403,11 @@ def _load_context(
     thread = get_thread(conn, thread_id)
     if thread is None:
         raise LookupError(f"thread {thread_id} vanished")
-    summary = conn.execute(
-        "SELECT value FROM memory_items WHERE thread_id = ? AND type = 'summary' ORDER BY updated_at DESC LIMIT 1",
-        (thread_id,),
-    ).fetchone()
+    summary = list_items(conn, thread_id, limit=1, kind="summary")
     rows = transcript_rows(
         conn, thread_id, context_from=context_start(thread), upto_message_id=upto_message_id
     )
-    return thread, summary["value"] if summary else None, rows
+    return thread, summary[0].value if summary else None, rows
 
 
 def _resume_kept(conn: sqlite3.Connection, run_id: int) -> TurnResult | None:
