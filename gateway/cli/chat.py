@@ -21,7 +21,12 @@ _fail = fail
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("chat", parents=[common], help="chat with a persona through the running daemon")
-    p.add_argument("-m", "--message", help="send one message, print the reply and exit")
+    p.add_argument(
+        "-m",
+        "--message",
+        help="send one message, print the reply as the model wrote it and exit (- reads stdin)",
+    )
+    p.add_argument("--render", action="store_true", help="with -m: print the reply rendered for the terminal")
     p.add_argument("--thread", default="main", help="console thread name (default: main)")
     p.add_argument("--persona", help="persona to talk to (default: the console binding)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for a reply with -m")
@@ -29,7 +34,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    from gateway.chat_cli import ChatFailedError, interactive, one_shot
+    from gateway.chat_cli import ChatFailedError, interactive, one_shot, render_for_terminal
     from gateway.control_client import DaemonNotRunningError
 
     data = _settings(args).data_path
@@ -49,5 +54,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return _fail(f"no reply within {args.timeout:g}s (--timeout)")
     except ConnectionError as exc:
         return _fail(f"lost the daemon: {exc}")
-    print("\n\n".join(chunks))
+    reply = "\n\n".join(chunks)
+    print(render_for_terminal(reply) if args.render else reply, end="" if args.render else "\n")
     return 0
