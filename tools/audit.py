@@ -10,15 +10,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gateway.store.audit import AuditRow, add_entries
 from gateway.store.db import Database
 
-__all__ = ["AuditEntry", "AuditLog", "recent_entries", "redact", "summarize_args"]
+__all__ = ["AuditEntry", "AuditLog", "redact", "summarize_args"]
 
 log = logging.getLogger("talon.bridge")
 
@@ -75,13 +75,13 @@ class AuditLog:
         self._db = db
         self._secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
         self._delay = flush_delay
-        self._rows: list[tuple[Any, ...]] = []
+        self._rows: list[AuditRow] = []
         self._writer: asyncio.Task[None] | None = None
 
     def record(self, entry: AuditEntry) -> None:
         """Buffer one row; it is written with the next batch."""
         self._rows.append(
-            (
+            AuditRow(
                 time.time(),
                 entry.run_id,
                 entry.thread_id,
@@ -111,16 +111,8 @@ class AuditLog:
 
     async def _write(self) -> None:
         rows, self._rows = self._rows, []
-
-        def insert(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "INSERT INTO audit_log (ts, run_id, thread_id, persona, tool, decision, status, detail) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-
         try:
-            await self._db.run_transaction(insert)
+            await self._db.run_transaction(add_entries, rows)
         except Exception:
             log.exception("could not write %d audit rows", len(rows))
 
@@ -151,12 +143,3 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     text = _TOKENISH.sub(_MASK, text)
     text = " ".join(text.split())
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
-
-
-async def recent_entries(db: Database, limit: int = 50) -> list[sqlite3.Row]:
-    """The newest ``limit`` audit rows, newest first."""
-    return await db.fetchall(
-        "SELECT id, ts, run_id, thread_id, persona, tool, decision, status, detail FROM audit_log "
-        "ORDER BY id DESC LIMIT ?",
-        (max(1, limit),),
-    )

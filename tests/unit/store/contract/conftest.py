@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import delegation, memory, messages, outbox, queue, runs, schedules, threads
+from gateway.store import audit, delegation, memory, messages, outbox, queue, runs, schedules, threads
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -38,6 +38,7 @@ class Backend:
     outbox: ModuleType
     memory: ModuleType
     delegation: ModuleType
+    audit: ModuleType
     schedules: ModuleType
 
     async def write(
