@@ -58,7 +58,9 @@ class Backend:
 async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
-        yield Backend("sqlite", db, threads, messages, runs, queue, outbox, memory, delegation, schedules)
+        yield Backend(
+            "sqlite", db, threads, messages, runs, queue, outbox, memory, delegation, audit, schedules
+        )
     finally:
         await db.close()
 
