@@ -94,6 +94,20 @@ class ProviderSettings(_Strict):
     )
     timeout: float = Field(120.0, gt=0, description="seconds per model call")
     max_retries: int = Field(3, ge=0, le=10, description="retries on 429/5xx/overloaded")
+    images: bool = Field(
+        True,
+        description="whether this provider's models take images: view_image results go to the model as "
+        "image content; false sends their type, size and dimensions as text",
+    )
+    text_only_models: list[str] = Field(
+        [],
+        description="models of this provider that take no images (a local text model, say): view_image "
+        "sends them text, as images: false does for all",
+    )
+
+    def accepts_images(self, model: str) -> bool:
+        """Whether requests for ``model`` may carry image content."""
+        return self.images and model not in self.text_only_models
 
     @field_validator("api_key", "base_url", mode="before")
     @classmethod

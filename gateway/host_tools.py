@@ -98,7 +98,7 @@ class RunToolBox:
 
     async def call(self, call: ToolCall) -> ToolOutcome:
         result = await self.bridge.call(self.identity, call.name, call.arguments)
-        return ToolOutcome(result.content, is_error=result.is_error)
+        return ToolOutcome(result.content, is_error=result.is_error, images=result.images)
 
     def environment(self) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this turn."""

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.errors import RefusedError
 from gateway.labels import Decision, check, may_list
-from gateway.runtime.agent import tool_result_text
+from gateway.runtime.agent import tool_result_images, tool_result_text
+from gateway.runtime.model import ImageBlock
 from tools.arguments import ArgumentChecker
 from tools.audit import AuditEntry, AuditLog, summarize_args
 from tools.base import HostServices, HostTool, ToolContext
@@ -88,12 +89,15 @@ class CallResult:
         refused (:obj:`bool`): The handler never ran (not permitted, bad arguments, unknown tool).
         unknown_tool (:obj:`bool`): The tool does not exist for this persona (it is not listed);
             MCP reports that as a protocol error rather than a tool result.
+        images (tuple[:class:`gateway.runtime.model.ImageBlock`, ...]): Images the result
+            carries besides ``content`` (``view_image``).
     """
 
     content: str
     is_error: bool = False
     refused: bool = False
     unknown_tool: bool = False
+    images: tuple[ImageBlock, ...] = ()
 
 
 class BridgeAuthError(RefusedError):
@@ -314,6 +318,7 @@ class Bridge:
             async with asyncio.timeout(tool.timeout):
                 value = await tool.handler(ctx, args)
             content = tool_result_text(value)
+            images = tool_result_images(value)
         except RefusedError as exc:
             message = str(exc) or f"{tool.mcp_name} failed"
             self._record(identity, tool.mcp_name, "result", "error", message)
@@ -332,8 +337,9 @@ class Bridge:
             self._record(identity, tool.mcp_name, "result", "error", f"internal error: {type(exc).__name__}")
             return CallResult(f"internal error in {tool.mcp_name}", is_error=True)
         elapsed = (time.perf_counter() - started) * 1000
-        self._record(identity, tool.mcp_name, "result", "ok", f"{elapsed:.1f} ms, {len(content)} chars")
-        return CallResult(content)
+        shown = f"{elapsed:.1f} ms, {len(content)} chars" + (f", {len(images)} images" if images else "")
+        self._record(identity, tool.mcp_name, "result", "ok", shown)
+        return CallResult(content, images=images)
 
     def _record(
         self,

@@ -11,6 +11,7 @@ newline-delimited JSON. A request::
 tool ``instructions``) is answered by one line carrying the same ``id``::
 
     {"id": 7, "ok": true, "content": "<JSON text>", "is_error": false, "unknown_tool": false}
+    {"id": 7, "ok": true, "content": "...", ..., "images": [{"media_type": "image/png", "data": "<base64>"}]}
     {"id": 8, "ok": true, "tools": [{"name": ..., "description": ..., "inputSchema": {...}}]}
     {"id": 9, "ok": false, "code": "unauthorized", "error": "the secret does not match the run"}
 
@@ -110,13 +111,16 @@ class BridgeServer(NDJSONServer):
             return reply
         arguments = request.get("arguments")
         result = await self.bridge.call(identity, tool, {} if arguments is None else arguments)  # type: ignore[arg-type]
-        return {
+        answer: dict[str, Any] = {
             "id": rid,
             "ok": True,
             "content": result.content,
             "is_error": result.is_error,
             "unknown_tool": result.unknown_tool,
         }
+        if result.images:
+            answer["images"] = [{"media_type": i.media_type, "data": i.data} for i in result.images]
+        return answer
 
 
 def _error(rid: Any, code: str, message: str) -> dict[str, Any]:

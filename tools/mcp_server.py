@@ -11,7 +11,8 @@ Listing shows only the tools the persona may use, with the registry's JSON schem
 list is fetched once per process: it depends only on the run's persona and its labels,
 which the daemon loads at start and never changes while the run lives (after the run
 ends, every call reports that). A call the bridge refuses or a tool that fails comes
-back as a result with ``isError: true`` and a message the model can act on; a tool this
+back as a result with ``isError: true`` and a message the model can act on; a result with
+images (``view_image``) carries them as ``ImageContent`` after its text; a tool this
 persona does not have is an MCP protocol error ("unknown tool"), as for any name the
 server does not list.
 
@@ -92,10 +93,9 @@ def build_server(
             return _error_result(str(exc))
         if reply.get("unknown_tool"):
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}. {reply.get('content', '')}")
-        return types.CallToolResult(
-            content=[types.TextContent(text=str(reply.get("content", "")))],
-            is_error=bool(reply.get("is_error")),
-        )
+        content: list[types.ContentBlock] = [types.TextContent(text=str(reply.get("content", "")))]
+        content.extend(_images(reply.get("images")))
+        return types.CallToolResult(content=content, is_error=bool(reply.get("is_error")))
 
     server: Server[Any] = Server(
         SERVER_NAME,
@@ -117,6 +117,17 @@ def _listing(tools: Sequence[Mapping[str, Any]]) -> types.ListToolsResult:
             for t in tools
         ]
     )
+
+
+def _images(images: Any) -> list[types.ImageContent]:
+    """The images of a bridge reply (``view_image``) as MCP image content."""
+    if not isinstance(images, list):
+        return []
+    return [
+        types.ImageContent(data=i["data"], mime_type=i["media_type"])
+        for i in images
+        if isinstance(i, dict) and isinstance(i.get("data"), str) and isinstance(i.get("media_type"), str)
+    ]
 
 
 def _error_result(message: str) -> types.CallToolResult:

@@ -10,10 +10,12 @@ from typing import Any, Protocol
 
 from gateway.runtime.model import (
     ChatMessage,
+    ImageBlock,
     ModelProvider,
     ModelRequest,
     TextDelta,
     ToolCall,
+    ToolResult,
     ToolSpec,
     Usage,
 )
@@ -25,6 +27,7 @@ log = logging.getLogger("talon.agent")
 class ToolOutcome:
     content: str
     is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()
 
 
 class ToolBox(Protocol):
@@ -81,7 +84,13 @@ async def run_agent(
             outcome = await tools.call(call)
             result.tool_calls.append(call.name)
             history.append(
-                ChatMessage("tool", outcome.content, tool_call_id=call.id, is_error=outcome.is_error)
+                ChatMessage(
+                    "tool",
+                    outcome.content,
+                    tool_call_id=call.id,
+                    is_error=outcome.is_error,
+                    images=outcome.images,
+                )
             )
     log.warning("turn stopped after %d model calls without a final answer", max_turns)
     result.text = f"I stopped after {max_turns} steps without finishing. Ask me to continue if you want me to keep going."
@@ -89,5 +98,12 @@ async def run_agent(
 
 
 def tool_result_text(value: Any) -> str:
-    """Tool results reach the model as JSON text."""
+    """Tool results reach the model as JSON text (a :class:`ToolResult`: its ``value``)."""
+    if isinstance(value, ToolResult):
+        value = value.value
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def tool_result_images(value: Any) -> tuple[ImageBlock, ...]:
+    """The images a tool result carries besides its text (only a :class:`ToolResult` has any)."""
+    return value.images if isinstance(value, ToolResult) else ()

@@ -29,11 +29,34 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image a tool hands to the model (``view_image``).
+
+    Attributes:
+        media_type (:obj:`str`): ``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``.
+        data (:obj:`str`): The file's bytes, base64-encoded.
+    """
+
+    media_type: str
+    data: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool result with more than JSON: ``value`` reaches the model as text, ``images`` as
+    image content where the provider and model accept images (else the text alone)."""
+
+    value: Any
+    images: tuple[ImageBlock, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
     """One transcript entry.
 
     ``user``/``assistant`` carry text; an assistant message may also carry tool calls;
-    ``tool`` carries the result of the call named by ``tool_call_id``.
+    ``tool`` carries the result of the call named by ``tool_call_id``, and the images it
+    returned, if any.
     """
 
     role: Literal["user", "assistant", "tool"]
@@ -41,6 +64,7 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

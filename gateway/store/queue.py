@@ -37,6 +37,7 @@ __all__ = [
     "release_items",
     "retry_dead_letter",
     "take_deferred_along",
+    "waiting_message",
 ]
 
 
@@ -239,6 +240,15 @@ def first_open_message(conn: sqlite3.Connection, thread_id: int) -> int | None:
         (thread_id,),
     ).fetchone()
     return None if row is None else row[0]
+
+
+def waiting_message(conn: sqlite3.Connection, thread_id: int) -> bool:
+    """Whether a message of the thread waits for its turn (one came while a turn runs)."""
+    row = conn.execute(
+        "SELECT 1 FROM queue_items WHERE thread_id = ? AND status = 'pending' AND kind = 'message' LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    return row is not None
 
 
 @dataclass(frozen=True, slots=True)

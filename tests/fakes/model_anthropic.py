@@ -68,6 +68,9 @@ def validate(body: dict[str, Any]) -> str | None:
                         "`tool_use` block in the previous message."
                     )
                 answered.add(block["tool_use_id"])
+                problem = _result_content_problem(block.get("content"), f"messages.{i}.content.{j}.content")
+                if problem:
+                    return problem
             if kind == "tool_use":
                 if role != "assistant":
                     return f"messages.{i}.content.{j}: tool_use blocks are only allowed in assistant messages"
@@ -80,6 +83,29 @@ def validate(body: dict[str, Any]) -> str | None:
                 f"{', '.join(sorted(pending - answered))}"
             )
         pending = uses
+    return None
+
+
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _result_content_problem(content: Any, where: str) -> str | None:
+    """The API's complaint about a tool_result's content (a string, or text and image blocks)."""
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"{where}: Input should be a valid string or list"
+    for k, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            continue
+        source = block.get("source") if kind == "image" else None
+        if not isinstance(source, dict) or source.get("type") != "base64":
+            return f"{where}.{k}: Input tag {kind!r} does not match the expected tags 'text', 'image'"
+        if source.get("media_type") not in _IMAGE_TYPES:
+            return f"{where}.{k}.source.media_type: Input should be {', '.join(_IMAGE_TYPES)}"
+        if not isinstance(source.get("data"), str) or not source["data"]:
+            return f"{where}.{k}.source.data: the image data must be a non-empty base64 string"
     return None
 
 

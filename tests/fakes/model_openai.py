@@ -55,6 +55,8 @@ def validate(body: dict[str, Any]) -> str | None:
                     f"message with 'tool_calls' (messages[{i}])."
                 )
             pending.discard(message["tool_call_id"])
+            if not _text_only(message.get("content")):
+                return f"messages[{i}].content: a 'tool' message takes text only (a string or text parts)"
             continue
         if pending:
             return (
@@ -62,6 +64,10 @@ def validate(body: dict[str, Any]) -> str | None:
                 f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
                 f"{', '.join(sorted(pending))}"
             )
+        if role == "user" and not isinstance(message.get("content"), str):
+            problem = _user_parts_problem(message.get("content"), i)
+            if problem:
+                return problem
         if role == "assistant":
             for call in message.get("tool_calls") or []:
                 arguments = (call.get("function") or {}).get("arguments")
@@ -70,6 +76,26 @@ def validate(body: dict[str, Any]) -> str | None:
                 pending.add(str(call.get("id")))
             if message.get("content") is None and not message.get("tool_calls"):
                 return f"messages[{i}]: an assistant message needs content or tool_calls"
+    return None
+
+
+def _text_only(content: Any) -> bool:
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content)
+
+
+def _user_parts_problem(content: Any, i: int) -> str | None:
+    """The API's complaint about a user message's content parts (text and image_url)."""
+    if not isinstance(content, list) or not content:
+        return f"messages[{i}].content: must be a string or a non-empty array of content parts"
+    for k, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            continue
+        url = (part.get("image_url") or {}).get("url") if kind == "image_url" else None
+        if not isinstance(url, str) or not url.startswith(("data:image/", "http://", "https://")):
+            return f"messages[{i}].content[{k}]: invalid content part (type {kind!r})"
     return None
 
 

@@ -26,7 +26,7 @@ from yarl import URL
 from tools.base import HostTool, ToolContext, ToolError
 from tools.ssrf import EgressPolicy, IPAddress, normalize_host
 
-__all__ = ["TOOL", "http_request"]
+__all__ = ["TOOL", "egress_policy", "fetch", "http_request"]
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_TIMEOUT_MS = 30_000
@@ -309,6 +309,25 @@ def _decode(data: bytes, content_type: str, charset: str | None, truncated: bool
         return None
 
 
+def egress_policy(ctx: ToolContext) -> EgressPolicy:
+    """Where the calling persona may go: net_http's allowlists of talon.yaml and persona.yaml."""
+    settings = ctx.settings.net_http
+    return EgressPolicy.build(
+        [*settings.allowed_domains, *ctx.persona.allowed_domains], settings.allowed_private_hosts
+    )
+
+
+async def fetch(method: str, url: URL, policy: EgressPolicy, cap: int) -> dict[str, Any]:
+    """One request as net_http makes it (every hop vetted under ``policy``), without headers or
+    body; the result as net_http returns it, the body cut at ``cap`` bytes.
+
+    Raises:
+        :class:`tools.base.ToolError`: The guard refused a hop, or the host did not resolve.
+        :class:`aiohttp.ClientError`: The request failed.
+    """
+    return await _fetch(_Request(method, url, {}, None, 0.0), policy, cap)
+
+
 async def http_request(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     """Make one HTTP(S) request on the persona's behalf.
 
@@ -326,9 +345,7 @@ async def http_request(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
     """
     req = _parse(args)
     settings = ctx.settings.net_http
-    policy = EgressPolicy.build(
-        [*settings.allowed_domains, *ctx.persona.allowed_domains], settings.allowed_private_hosts
-    )
+    policy = egress_policy(ctx)
     try:
         async with asyncio.timeout(req.timeout):
             return await _fetch(req, policy, settings.max_response_bytes)

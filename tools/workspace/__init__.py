@@ -21,6 +21,8 @@ from tools.workspace import (
     patch_apply,
     read_file,
     shell,
+    view_image,
+    wait_for,
     write_file,
 )
 
@@ -33,9 +35,11 @@ TOOLS: tuple[HostTool, ...] = (
     grep.TOOL,
     json_query.TOOL,
     extract_document.TOOL,
+    view_image.TOOL,
     write_file.TOOL,
     edit_file.TOOL,
     patch_apply.TOOL,
     git_read.TOOL,
     shell.TOOL,
+    wait_for.TOOL,
 )

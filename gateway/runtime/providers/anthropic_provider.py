@@ -16,6 +16,7 @@ from gateway.runtime.model import (
     ToolSpec,
     Usage,
 )
+from gateway.runtime.providers.images import not_shown
 from gateway.runtime.providers.retry import RetryableError, classify_status, malformed_response
 from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text, clean_value
 from gateway.runtime.providers.streaming import EventStream, StreamingProvider
@@ -53,7 +54,7 @@ class AnthropicProvider(StreamingProvider[_Client]):
         )
 
     def _build_params(self, request: ModelRequest) -> dict[str, Any]:
-        return build_params(request)
+        return build_params(request, images=self.settings.accepts_images(request.model))
 
     async def _open_stream(self, client: _Client, params: dict[str, Any], remaining: float) -> EventStream:
         return await client.messages.create(**params, stream=True, timeout=remaining)
@@ -77,12 +78,13 @@ class AnthropicProvider(StreamingProvider[_Client]):
         return malformed_response(self.name, str(exc))
 
 
-def build_params(request: ModelRequest) -> dict[str, Any]:
-    """The Messages API request body for ``request`` (without ``stream``)."""
+def build_params(request: ModelRequest, *, images: bool = True) -> dict[str, Any]:
+    """The Messages API request body for ``request`` (without ``stream``); ``images``: whether
+    the model takes the images of tool results."""
     params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
-        "messages": to_anthropic_messages(request.messages),
+        "messages": to_anthropic_messages(request.messages, images=images),
     }
     if request.system:
         params["system"] = request.system
@@ -95,17 +97,20 @@ def to_anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
 
 
-def to_anthropic_messages(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> list[dict[str, Any]]:
+def to_anthropic_messages(
+    messages: tuple[ChatMessage, ...] | list[ChatMessage], *, images: bool = True
+) -> list[dict[str, Any]]:
     """Convert the neutral transcript to Messages API ``messages``.
 
-    Tool results become ``tool_result`` blocks in a user message; consecutive messages of
+    Tool results become ``tool_result`` blocks in a user message, their images ``image``
+    blocks inside them (or, without ``images``, a note in the text); consecutive messages of
     the same API role (several tool results, or results followed by user text) are merged
     into one message, which keeps the roles alternating as the API expects. Blank text is
     dropped because the API rejects empty text blocks.
     """
     out: list[dict[str, Any]] = []
     for message in messages:
-        role, blocks = _blocks(message)
+        role, blocks = _blocks(message, images)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -115,11 +120,13 @@ def to_anthropic_messages(messages: tuple[ChatMessage, ...] | list[ChatMessage])
     return out
 
 
-def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
+def _blocks(message: ChatMessage, images: bool) -> tuple[str, list[dict[str, Any]]]:
     if message.role == "tool":
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id or ""}
-        if message.content:
-            block["content"] = message.content
+        if message.images and images:
+            block["content"] = _result_content(message)
+        elif message.content or message.images:
+            block["content"] = not_shown(message.content, message.images)
         if message.is_error:
             block["is_error"] = True
         return "user", [block]
@@ -132,6 +139,15 @@ def _blocks(message: ChatMessage) -> tuple[str, list[dict[str, Any]]]:
             for call in message.tool_calls
         )
     return message.role, blocks
+
+
+def _result_content(message: ChatMessage) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
+    content.extend(
+        {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}}
+        for i in message.images
+    )
+    return content
 
 
 @dataclass(slots=True)

@@ -29,6 +29,7 @@ from gateway.runtime.model import (
     ToolSpec,
     Usage,
 )
+from gateway.runtime.providers.images import data_url, not_shown
 from gateway.runtime.providers.retry import RetryableError, classify_status, malformed_response
 from gateway.runtime.providers.stream_text import TextJoiner, ValidUTF8Decoder, clean_text
 from gateway.runtime.providers.streaming import EventStream, StreamingProvider
@@ -80,7 +81,9 @@ class OpenAIProvider(StreamingProvider[_Client]):
         return "max_completion_tokens" if official else "max_tokens"
 
     def _build_params(self, request: ModelRequest) -> dict[str, Any]:
-        return build_params(request, max_tokens_key=self._max_tokens_key)
+        return build_params(
+            request, max_tokens_key=self._max_tokens_key, images=self.settings.accepts_images(request.model)
+        )
 
     async def _open_stream(self, client: _Client, params: dict[str, Any], remaining: float) -> EventStream:
         return await client.post(
@@ -114,11 +117,14 @@ class OpenAIProvider(StreamingProvider[_Client]):
         return classify_status(self.name, 200, exc.message, error_type=exc.type or exc.code)
 
 
-def build_params(request: ModelRequest, *, max_tokens_key: str = "max_tokens") -> dict[str, Any]:
-    """The Chat Completions request body for ``request``, streaming with usage."""
+def build_params(
+    request: ModelRequest, *, max_tokens_key: str = "max_tokens", images: bool = True
+) -> dict[str, Any]:
+    """The Chat Completions request body for ``request``, streaming with usage; ``images``:
+    whether the model takes the images of tool results."""
     params: dict[str, Any] = {
         "model": request.model,
-        "messages": to_openai_messages(request.system, request.messages),
+        "messages": to_openai_messages(request.system, request.messages, images=images),
         max_tokens_key: request.max_tokens,
         "stream": True,
         "stream_options": {"include_usage": True},
@@ -136,20 +142,34 @@ def to_openai_tool(tool: ToolSpec) -> dict[str, Any]:
 
 
 def to_openai_messages(
-    system: str, messages: tuple[ChatMessage, ...] | list[ChatMessage]
+    system: str, messages: tuple[ChatMessage, ...] | list[ChatMessage], *, images: bool = True
 ) -> list[dict[str, Any]]:
     """Convert the system prompt and neutral transcript to Chat Completions ``messages``.
 
     The system prompt comes first; assistant tool calls become ``tool_calls`` with JSON
     ``arguments``; tool results become ``tool`` messages. The API has no error flag for a
-    tool result, so a failed one says so in its text.
+    tool result, so a failed one says so in its text. A ``tool`` message carries text only,
+    so the images of tool results follow the run of tool messages as one ``user`` message
+    of ``image_url`` parts (data URLs), each introduced by the call it came from; without
+    ``images`` a note in the tool message's text says they were not shown.
     """
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
+    shown: list[dict[str, Any]] = []  # image parts waiting for the end of the tool messages
     for message in messages:
+        if message.role != "tool" and shown:
+            out.append({"role": "user", "content": shown})
+            shown = []
         if message.role == "tool":
             content = f"Error: {message.content}" if message.is_error else message.content
+            if message.images and images:
+                shown.append(
+                    {"type": "text", "text": f"The image(s) returned by tool call {message.tool_call_id}:"}
+                )
+                shown.extend({"type": "image_url", "image_url": {"url": data_url(i)}} for i in message.images)
+            else:
+                content = not_shown(content, message.images)
             out.append({"role": "tool", "tool_call_id": message.tool_call_id or "", "content": content})
         elif message.role == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
@@ -167,6 +187,8 @@ def to_openai_messages(
             out.append(entry)
         else:
             out.append({"role": "user", "content": message.content})
+    if shown:
+        out.append({"role": "user", "content": shown})
     return out
 
 

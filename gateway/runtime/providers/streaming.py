@@ -94,6 +94,7 @@ class StreamingProvider(ABC, Generic[ClientT]):
         retry_after_cap: float = 60.0,
     ) -> None:
         self.name = name
+        self.settings = settings
         self._timeout = settings.timeout
         self._policy = RetryPolicy(
             max_retries=settings.max_retries, backoff=backoff, retry_after_cap=retry_after_cap
