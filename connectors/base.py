@@ -3,7 +3,8 @@
 Connectors turn platform traffic into :class:`InboundEvent` objects keyed by a
 :class:`ThreadKey`, hand them to the gateway's intake (and acknowledge the platform only
 after the intake returns, which means the event is committed), and deliver rendered
-chunks with :meth:`Connector.send`, classifying failures into :class:`ErrorClass`.
+chunks with :meth:`Connector.send` and files with :meth:`Connector.send_file`, classifying
+failures into :class:`ErrorClass`.
 """
 
 from __future__ import annotations
@@ -130,6 +131,23 @@ class OutboundChunk:
     reply_to: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class OutboundFile:
+    """A file the outbox asks a connector to upload, as its own platform message.
+
+    ``path`` is the outbox's private copy (it does not change while the row is open);
+    ``delivery_id`` is the outbox row id, unique per file and stable across retries.
+    """
+
+    delivery_id: int
+    thread: ThreadKey
+    path: str
+    name: str
+    size: int
+    mime_type: str | None = None
+    reply_to: str | None = None
+
+
 class IntakeStatus(StrEnum):
     ACCEPTED = "accepted"  # committed and queued for a turn
     STORED = "stored"  # committed; no turn wanted (not addressed to the bot, command)
@@ -191,6 +209,10 @@ class Connector(Protocol):
     delivery id). After a crash the outbox then resends a chunk that was in flight; otherwise
     it records the chunk as ``unknown`` rather than risk a duplicate."""
 
+    max_file_bytes: int
+    """The largest file :meth:`send_file` uploads (the channel's ``max_upload_bytes``); a
+    larger attachment is refused before anything is queued."""
+
     async def start(self, intake: IntakeHandler) -> None:
         """Connect and begin delivering events to ``intake``. Returns once running;
         raises :class:`ConnectorStartError` when the channel cannot start (bad token)."""
@@ -203,6 +225,9 @@ class Connector(Protocol):
 
     async def send(self, item: OutboundChunk) -> SendResult:
         """Deliver one chunk. Never raises for platform errors: classify them."""
+
+    async def send_file(self, item: OutboundFile) -> SendResult:
+        """Upload one file as its own message. Never raises for platform errors: classify them."""
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         """Show or clear a typing/working indicator. Best effort; never raises."""

@@ -28,6 +28,7 @@ from connectors.base import (
     IntakeHandler,
     IntakeResult,
     OutboundChunk,
+    OutboundFile,
     RenderedChunk,
     Sender,
     SendResult,
@@ -45,6 +46,8 @@ BACKLOG = 200
 
 class ConsoleConnector:
     idempotent_send = True
+    # A console window cannot show a file; it is told the file's name and size instead.
+    max_file_bytes = 50_000_000
 
     def __init__(self, name: str, db: Database):
         self.name = name
@@ -100,6 +103,13 @@ class ConsoleConnector:
     async def send(self, item: OutboundChunk) -> SendResult:
         delivery = {"type": "message", "id": item.delivery_id, "text": item.chunk.text}
         self._listeners.publish(item.thread.chat_id, delivery)
+        return SendResult.sent(str(item.delivery_id))
+
+    async def send_file(self, item: OutboundFile) -> SendResult:
+        text = f"[file {item.name}, {item.size} bytes]"
+        self._listeners.publish(
+            item.thread.chat_id, {"type": "message", "id": item.delivery_id, "text": text}
+        )
         return SendResult.sent(str(item.delivery_id))
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:

@@ -161,6 +161,14 @@ class TelegramChannel(_ChatChannel):
     webhook_listen: str = Field("127.0.0.1", description="address the webhook server binds")
     webhook_port: int = Field(8443, ge=1, le=65535, description="port the webhook server binds")
     poll_timeout: int = Field(30, ge=0, le=50, description="getUpdates long-poll seconds")
+    max_upload_bytes: int = Field(
+        50_000_000,
+        ge=1,
+        description="largest file channel_send may attach (the Bot API's upload limit is 50 MB)",
+    )
+    max_photo_bytes: int = Field(
+        10_000_000, ge=0, description="pictures up to this size are sent as photos, larger ones as documents"
+    )
     typing_interval: TypingInterval = 4.0
     watchdog_seconds: float = Field(
         120.0, gt=0, description="a getUpdates call silent this long past the long poll rebuilds the poller"
@@ -191,6 +199,9 @@ class SlackChannel(_ChatChannel):
         3000, ge=0, le=65535, description="port the HTTP events listener binds; 0 = any free port"
     )
     http_path: str = Field("/slack/events", description="the path of the Request URL Slack posts events to")
+    max_upload_bytes: int = Field(
+        1_000_000_000, ge=1, description="largest file channel_send may attach (Slack allows up to 1 GB)"
+    )
     # Slack: about one message per second per channel.
     pacing: Annotated[PacingSettings, _pacing(per_chat_per_second=1, group_per_minute=60)] = Field(
         PacingSettings(per_chat_per_second=1, group_per_minute=60),
@@ -210,6 +221,11 @@ class DiscordChannel(_ChatChannel):
         None, description="gateway websocket URL; null = the one Discord announces"
     )
     send_timeout: float = Field(60.0, gt=0, description="seconds per send, rate-limit waits included")
+    max_upload_bytes: int = Field(
+        10_000_000,
+        ge=1,
+        description="largest file channel_send may attach (10 MB without server boosts; raise it for boosted servers)",
+    )
     typing_interval: TypingInterval = 8.0
     # Discord: discord.py already waits on Discord's per-route buckets.
     pacing: PacingSettings = Field(PacingSettings(), description="outbound pacing; all limits off by default")

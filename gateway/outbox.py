@@ -1,8 +1,10 @@
-"""Durable outbound delivery: one row per rendered chunk, sent in order per thread.
+"""Durable outbound delivery: one row per rendered chunk or file, sent in order per thread.
 
 A row is marked ``sending`` (committed) before the platform call and ``sent`` after it,
 so after a crash a row is never sent twice: rows left in ``sending`` are reconciled as
 ``unknown`` unless the connector's delivery is idempotent (``Connector.idempotent_send``).
+A file row uploads the outbox's own copy (:mod:`gateway.outbox_spool`), removed once the
+row's delivery has ended however it ended.
 """
 
 from __future__ import annotations
@@ -13,23 +15,26 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from connectors.base import Connector, ErrorClass, OutboundChunk, RenderedChunk, SendResult
+from connectors.base import Connector, ErrorClass, OutboundChunk, OutboundFile, RenderedChunk, SendResult
 from gateway.config import OutboxSettings
+from gateway.outbox_spool import FileSpool
 from gateway.store.db import Database
 from gateway.store.outbox import (
     OutboxRow,
     ThreadAddress,
     enqueue_chunks,
+    enqueue_files,
     finish_row,
     interrupted_rows,
     mark_sending,
     next_pending,
+    open_file_paths,
     retry_row,
     settle_interrupted,
     threads_with_pending,
 )
 
-__all__ = ["Delivered", "Outbox", "ThreadAddress", "enqueue_chunks", "next_pending"]
+__all__ = ["Delivered", "Outbox", "ThreadAddress", "enqueue_chunks", "enqueue_files", "next_pending"]
 
 log = logging.getLogger("talon.outbox")
 
@@ -49,8 +54,10 @@ class Outbox:
         settings: OutboxSettings,
         *,
         on_delivered: Delivered = lambda row_id, thread_id, status: None,
+        spool: FileSpool | None = None,
     ):
         self.db = db
+        self.spool = spool or FileSpool.beside(db.path)
         self.connectors = connectors
         self.settings = settings
         self.on_delivered = on_delivered
@@ -68,6 +75,9 @@ class Outbox:
             )
             if not idempotent:
                 log.warning("outbox row %s may or may not have been delivered before a crash", row.id)
+        # Copies of rows that just became ``unknown``, or of posts whose commit a crash
+        # prevented, are no longer needed.
+        await self.spool.sweep(await self.db.read(open_file_paths))
         for thread_id in await self.db.read(threads_with_pending):
             self.notify(thread_id)
 
@@ -119,14 +129,17 @@ class Outbox:
         if not connector.idempotent_send:
             # Committed before the platform call: after a crash this row is never resent blindly.
             await self.db.run_transaction(mark_sending, row.id)
-        item = OutboundChunk(
-            delivery_id=row.id,
-            thread=row.key,
-            chunk=RenderedChunk(row.text, row.plain, row.format),
-            reply_to=row.reply_to,
-        )
         try:
-            result = await connector.send(item)
+            file = row.file
+            if file is not None:
+                result = await connector.send_file(
+                    OutboundFile(
+                        row.id, row.key, file.path, file.name, file.size, file.mime_type, row.reply_to
+                    )
+                )
+            else:
+                chunk = RenderedChunk(row.text, row.plain, row.format)
+                result = await connector.send(OutboundChunk(row.id, row.key, chunk, row.reply_to))
         except Exception as exc:
             return await self._connector_raised(row, exc)
         return await self._settle(row, result)
@@ -178,6 +191,8 @@ class Outbox:
             return next_pending(conn, row.thread_id)
 
         following = await self.db.run_transaction(finish)
+        if row.file_path is not None:
+            await self.spool.discard([row.file_path])  # after the commit: until then the row may need it
         self.on_delivered(row.id, row.thread_id, status)
         return following
 

@@ -3,7 +3,9 @@
 A post is recorded on the recipient thread (so that thread's persona sees it later) and
 committed to the outbox in the same transaction, then rendered and delivered like any reply.
 A notice ("Stopped.", "Nothing is running.") goes into a thread's outbox without being
-recorded as a message.
+recorded as a message. Files attached to a post become outbox rows of their own after its
+text, each checked against the channel's ``max_upload_bytes`` and copied into the outbox's
+spool before anything is committed.
 
 The recipient rules are :meth:`ChannelPoster.recipient`: the chat asked for, else the asking
 conversation when it is on that channel, else the channel's ``home_chat``. A refusal raises
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -23,10 +25,12 @@ from typing import Any
 from connectors.base import Connector, ThreadKey
 from gateway.config import Settings
 from gateway.errors import RefusedError
-from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
+from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, enqueue_files
+from gateway.outbox_spool import FileSource, FileTooLargeError
 from gateway.pipeline import Bindings
 from gateway.store.db import Database
 from gateway.store.messages import add_message
+from gateway.store.outbox import OutboxFile
 from gateway.store.threads import ThreadRow, get_thread, upsert_thread
 
 __all__ = ["OPERATOR", "PERSONA", "ChannelPoster", "NotifyError", "Posted", "Wording"]
@@ -38,12 +42,13 @@ class NotifyError(RefusedError):
 
 @dataclass(frozen=True, slots=True)
 class Posted:
-    """Where a post went: the recipient thread, its stored message and its outbox rows."""
+    """Where a post went: the recipient thread, its stored message, its text rows and its files."""
 
     thread_id: int
     message_id: int
     outbox_ids: list[int]
     key: ThreadKey
+    files: tuple[OutboxFile, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,10 @@ class Wording:
     unknown_channel: str
     no_recipient: str
     empty: str
+    too_large: str = (
+        "{shown} is {size:,} bytes; channel {channel!r} ({kind}) accepts files up to {limit:,} bytes "
+        "(max_upload_bytes in talon.yaml): send a smaller file, or split or compress it"
+    )
 
 
 OPERATOR = Wording(
@@ -146,9 +155,10 @@ class ChannelPoster:
         persona: str | None,
         chat_id: str | None = None,
         reply_to: str | None = None,
+        attachments: Sequence[FileSource] = (),
     ) -> dict[str, Any]:
-        """``channel_send`` (:class:`tools.base.HostServices`): post ``markdown`` into ``channel``
-        for ``persona`` talking on thread ``origin_thread_id``.
+        """``channel_send`` (:class:`tools.base.HostServices`): post ``markdown`` and
+        ``attachments`` into ``channel`` for ``persona`` talking on thread ``origin_thread_id``.
 
         The stored copy notes who sent it from where, so the recipient thread's persona sees
         it in context.
@@ -166,14 +176,18 @@ class ChannelPoster:
             persona=persona,
             reply_to=reply_to,
             note=f"[channel_send from persona {persona or '-'} in {where}]",
+            attachments=attachments,
         )
-        return {
+        result: dict[str, Any] = {
             "sent": True,
             "channel": channel,
             "chat": key.chat_id,
             "threadId": posted.thread_id,
             "messages": len(posted.outbox_ids),
         }
+        if posted.files:
+            result["files"] = [{"name": f.name, "bytes": f.size, "sha256": f.sha256} for f in posted.files]
+        return result
 
     async def notice(self, thread_id: int, markdown: str) -> list[int]:
         """A short gateway message (not from the model) into a thread; returns its outbox ids,
@@ -201,27 +215,72 @@ class ChannelPoster:
         persona: str | None = None,
         reply_to: str | None = None,
         note: str | None = None,
+        attachments: Sequence[FileSource] = (),
     ) -> Posted:
-        """Record and deliver ``markdown`` to ``key``. ``note`` prefixes the stored copy
-        (e.g. who sent it) without changing what the chat shows."""
+        """Record and deliver ``markdown`` and ``attachments`` to ``key``. ``note`` prefixes the
+        stored copy (e.g. who sent it) without changing what the chat shows."""
         connector = self.connectors.get(key.channel)
         if connector is None:
             raise NotifyError(f"channel {key.channel!r} is not running; check `talon status`")
-        if not markdown.strip():
+        if not markdown.strip() and not attachments:
             raise NotifyError(wording.empty)
-        chunks = connector.render(markdown)
+        self._check_sizes(connector, key.channel, attachments, wording)
+        chunks = connector.render(markdown) if markdown.strip() else []
         bound = self.bindings.resolve(key.channel, key.chat_id)
-        stored = f"{note}\n\n{markdown}" if note else markdown
+        files = await self._spool(connector, key.channel, attachments, wording)
+        listed = [
+            f"[attached {f.name} ({f.size} bytes) from {a.shown}]"
+            for f, a in zip(files, attachments, strict=True)
+        ]
+        text = markdown if markdown.strip() else ""
+        stored = "\n\n".join(part for part in (note, text, "\n".join(listed)) if part)
 
         def commit(conn: sqlite3.Connection) -> tuple[int, int, list[int]]:
             now = time.time()
             thread_id = upsert_thread(conn, key, chat_type="group", persona=bound, now=now).id
             message_id = add_message(conn, thread_id, "assistant", stored, created_at=now, persona=persona)
-            ids = enqueue_chunks(
-                conn, ThreadAddress(thread_id, key), chunks, message_id=message_id, reply_to=reply_to
-            )
+            address = ThreadAddress(thread_id, key)
+            ids = enqueue_chunks(conn, address, chunks, message_id=message_id, reply_to=reply_to)
+            enqueue_files(conn, address, files, message_id=message_id, first_seq=len(chunks))
             return thread_id, message_id, ids
 
-        thread_id, message_id, ids = await self.db.run_transaction(commit)
+        try:
+            thread_id, message_id, ids = await self.db.run_transaction(commit)
+        except BaseException:
+            await self.outbox.spool.discard([f.path for f in files])
+            raise
         self.outbox.notify(thread_id)
-        return Posted(thread_id, message_id, ids, key)
+        return Posted(thread_id, message_id, ids, key, tuple(files))
+
+    def _check_sizes(
+        self, connector: Connector, channel: str, attachments: Sequence[FileSource], wording: Wording
+    ) -> None:
+        """Refuse the whole post, before anything is copied or queued, when a file is too large."""
+        limit = connector.max_file_bytes
+        for source in attachments:
+            if source.size > limit:
+                raise NotifyError(self._too_large(source, source.size, channel, limit, wording))
+
+    async def _spool(
+        self, connector: Connector, channel: str, attachments: Sequence[FileSource], wording: Wording
+    ) -> list[OutboxFile]:
+        """The outbox's copies of ``attachments``; none are left behind when one fails."""
+        files: list[OutboxFile] = []
+        try:
+            for source in attachments:
+                try:
+                    files.append(await self.outbox.spool.take(source, connector.max_file_bytes))
+                except FileTooLargeError as exc:
+                    limit = connector.max_file_bytes
+                    raise NotifyError(self._too_large(source, exc.size, channel, limit, wording)) from None
+        except BaseException:
+            await self.outbox.spool.discard([f.path for f in files])
+            raise
+        return files
+
+    def _too_large(self, source: FileSource, size: int, channel: str, limit: int, wording: Wording) -> str:
+        settings = self.settings.channel(channel)
+        kind = settings.type if settings is not None else "channel"
+        return wording.too_large.format(
+            shown=source.shown, size=size, channel=channel, kind=kind, limit=limit
+        )

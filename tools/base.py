@@ -9,7 +9,7 @@ reported to the model as an internal error without details.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -18,6 +18,7 @@ from gateway.errors import RefusedError
 if TYPE_CHECKING:
     from gateway.config import Settings
     from gateway.delegation import Delegation
+    from gateway.outbox_spool import FileSource
     from gateway.personas import Persona
     from gateway.store.db import Database
     from gateway.subagents import SubagentRunner
@@ -47,8 +48,9 @@ class HostServices(Protocol):
         persona: str | None,
         chat_id: str | None = None,
         reply_to: str | None = None,
+        attachments: Sequence[FileSource] = (),
     ) -> dict[str, Any]:
-        """Commit a Markdown message to the outbox of ``channel``; returns delivery info."""
+        """Commit a Markdown message and its files to the outbox of ``channel``; returns delivery info."""
 
 
 @dataclass(slots=True)

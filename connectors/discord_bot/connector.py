@@ -18,6 +18,7 @@ from connectors.base import (
     InboundEvent,
     IntakeHandler,
     OutboundChunk,
+    OutboundFile,
     RenderedChunk,
     SendResult,
     ThreadKey,
@@ -91,6 +92,7 @@ class DiscordConnector:
     ) -> None:
         self.name = settings.name
         self.health = ConnectorHealth()
+        self.max_file_bytes = settings.max_upload_bytes
         self._settings = settings
         self._files_dir = Path(files_dir)
         self._send_timeout = float(send_timeout or getattr(settings, "send_timeout", None) or 60.0)
@@ -334,6 +336,17 @@ class DiscordConnector:
         chat = item.thread.chat_id
         async with self._pacer.slot(chat, group=chat not in self._dm_chats):
             result = await sender.send(item)
+        if result.retry_after:
+            self._pacer.hold(chat, result.retry_after)
+        return result
+
+    async def send_file(self, item: OutboundFile) -> SendResult:
+        sender = self._sender
+        if sender is None or self._stopping:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
+        chat = item.thread.chat_id
+        async with self._pacer.slot(chat, group=chat not in self._dm_chats):
+            result = await sender.send_file(item)
         if result.retry_after:
             self._pacer.hold(chat, result.retry_after)
         return result

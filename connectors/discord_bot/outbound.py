@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import logging
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import discord
 
-from connectors.base import ErrorClass, OutboundChunk, SendResult
+from connectors.base import ErrorClass, OutboundChunk, OutboundFile, SendResult
 from connectors.discord_bot.inbound import RecentIds
 
 log = logging.getLogger("talon.connectors.discord")
@@ -69,9 +72,10 @@ def request_trace() -> aiohttp.TraceConfig:
     return trace
 
 
-def nonce_for(item: OutboundChunk) -> str:
+def nonce_for(item: OutboundChunk | OutboundFile) -> str:
     """25 characters (Discord's limit), stable across retries of the same delivery."""
-    digest = hashlib.sha256(f"{item.delivery_id}:{item.chunk.text}".encode()).hexdigest()
+    what = item.chunk.text if isinstance(item, OutboundChunk) else f"file:{item.name}"
+    digest = hashlib.sha256(f"{item.delivery_id}:{what}".encode()).hexdigest()
     return "t" + digest[:24]
 
 
@@ -125,11 +129,36 @@ class DiscordSender:
         reference = self._reference(item, target)
         if reference is not None:
             kwargs["reference"] = reference
+        channel = self._client.get_partial_messageable(target)
+        return await self._deliver(target, lambda: channel.send(item.chunk.text, **kwargs))
+
+    async def send_file(self, item: OutboundFile) -> SendResult:
+        """Upload one file as a message's attachment (multipart), with a nonce like chunks."""
+        try:
+            target = int(item.thread.topic or item.thread.chat_id)
+        except ValueError:
+            return SendResult.failed(ErrorClass.PERMANENT, f"discord: not a channel id: {item.thread}")
+        data = await asyncio.to_thread(Path(item.path).read_bytes)
+        kwargs: dict[str, Any] = {
+            "allowed_mentions": discord.AllowedMentions.none(),
+            "nonce": nonce_for(item),
+        }
+        reference = self._reference(item, target)
+        if reference is not None:
+            kwargs["reference"] = reference
+        channel = self._client.get_partial_messageable(target)
+        # discord.py rewinds the File itself when it retries a 5xx.
+        return await self._deliver(
+            target, lambda: channel.send(file=discord.File(io.BytesIO(data), filename=item.name), **kwargs)
+        )
+
+    async def _deliver(self, target: int, post: Callable[[], Awaitable[discord.Message]]) -> SendResult:
+        """Run one create-message call within the send timeout and classify how it ended."""
         wire = _Wire()
         token = _wire.set(wire)
         try:
             async with asyncio.timeout(self._timeout):
-                message = await self._client.get_partial_messageable(target).send(item.chunk.text, **kwargs)
+                message = await post()
         except TimeoutError:
             if wire.unanswered or wire.last_status not in (None, 429):
                 return SendResult.failed(
@@ -157,7 +186,7 @@ class DiscordSender:
         self._sent_ids.add(str(message.id))
         return SendResult.sent(str(message.id))
 
-    def _reference(self, item: OutboundChunk, target: int) -> discord.MessageReference | None:
+    def _reference(self, item: OutboundChunk | OutboundFile, target: int) -> discord.MessageReference | None:
         if not item.reply_to or item.thread.chat_id in self._dm_chats:
             return None
         try:

@@ -42,6 +42,7 @@ from connectors.base import (
     InboundEvent,
     IntakeHandler,
     OutboundChunk,
+    OutboundFile,
     RenderedChunk,
     Sender,
     SendResult,
@@ -61,6 +62,7 @@ from connectors.slack.inbound import (
 from connectors.slack.memory import KeyedLocks, Recent
 from connectors.slack.receiver import EventReceiver, IntakeFailedError
 from connectors.slack.socket import DEFAULT_RECONNECT, ReconnectBackoff
+from connectors.slack.uploads import upload_file
 from gateway.backoff import Backoff
 from gateway.config import SlackChannel
 
@@ -107,6 +109,7 @@ class SlackConnector:
     ) -> None:
         self.name = settings.name
         self.health = ConnectorHealth()
+        self.max_file_bytes = settings.max_upload_bytes
         self.settings = settings
         self._files_dir = files_dir
         self._timeout = request_timeout
@@ -422,6 +425,26 @@ class SlackConnector:
         if isinstance(root, str):
             self._bot_threads.put((channel, root), True)
         return SendResult.sent(ts if isinstance(ts, str) else None)
+
+    async def send_file(self, item: OutboundFile) -> SendResult:
+        """Share one file in the thread of ``item.thread`` (:mod:`connectors.slack.uploads`)."""
+        web_client, session = self._poster, self._post_session
+        if web_client is None or session is None:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
+        channel = item.thread.chat_id
+        async with self._pacer.slot(channel, group=not channel.startswith("D")):
+            result = await upload_file(web_client, session, item, timeout=max(self._timeout, 60.0))
+        if result.retry_after:
+            self._pacer.hold(channel, result.retry_after)
+        if not result.ok:
+            log.warning(
+                "%s: file delivery %s failed (%s): %s",
+                self.name,
+                item.delivery_id,
+                result.error_class,
+                result.error,
+            )
+        return result
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         """Add (or remove) the working reaction on the message that triggered the turn."""

@@ -23,6 +23,7 @@ from connectors.base import (
     ErrorClass,
     IntakeHandler,
     OutboundChunk,
+    OutboundFile,
     RenderedChunk,
     SendResult,
     ThreadKey,
@@ -44,6 +45,7 @@ from connectors.telegram.files import AttachmentFetcher
 from connectors.telegram.inbound import BotIdentity, UpdateReader
 from connectors.telegram.polling import Poller
 from connectors.telegram.sending import chat_ref, is_private_chat, send_chunk
+from connectors.telegram.uploads import send_file
 from connectors.telegram.webhook import WebhookServer, secret_problem
 from connectors.telegram.working import TypingIndicators
 from gateway.config import TelegramChannel
@@ -68,6 +70,7 @@ class TelegramConnector:
     ) -> None:
         self.name = settings.name
         self.health = ConnectorHealth()
+        self.max_file_bytes = settings.max_upload_bytes
         hide_token_in_logs(settings.token)
         self._settings = settings
         self._files_dir = files_dir
@@ -245,6 +248,18 @@ class TelegramConnector:
         chat = item.thread.chat_id
         async with self._pacer.slot(chat, group=not is_private_chat(chat)):
             result = await send_chunk(bot, item)
+        if result.retry_after:
+            self._pacer.hold(chat, result.retry_after)
+        return result
+
+    async def send_file(self, item: OutboundFile) -> SendResult:
+        """Upload one file (a photo or a document), paced like messages; failures come back classified."""
+        bot = self._bot
+        if bot is None:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
+        chat = item.thread.chat_id
+        async with self._pacer.slot(chat, group=not is_private_chat(chat)):
+            result = await send_file(bot, item, max_photo_bytes=self._settings.max_photo_bytes)
         if result.retry_after:
             self._pacer.hold(chat, result.retry_after)
         return result

@@ -1,4 +1,4 @@
-"""The ``outbox`` table: one row per rendered chunk, delivered in order per thread.
+"""The ``outbox`` table: one row per rendered chunk or file, delivered in order per thread.
 
 A row is ``pending`` until it is due (``available_at``), ``sending`` while a platform call
 that must not be repeated blindly is in flight, then ``sent``, ``failed`` or ``unknown``
@@ -19,14 +19,17 @@ from connectors.base import RenderedChunk, ThreadKey
 from gateway.store.threads import key_of, topic_value
 
 __all__ = [
+    "OutboxFile",
     "OutboxRow",
     "ThreadAddress",
     "count_by_status",
     "enqueue_chunks",
+    "enqueue_files",
     "finish_row",
     "interrupted_rows",
     "mark_sending",
     "next_pending",
+    "open_file_paths",
     "retry_row",
     "settle_interrupted",
     "threads_with_pending",
@@ -42,8 +45,24 @@ class ThreadAddress:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxFile:
+    """A file row's payload: the spooled copy to upload and what the chat is shown."""
+
+    path: str
+    name: str
+    size: int
+    sha256: str
+    mime_type: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The row's text: what a transcript or the console shows for the file."""
+        return f"[file {self.name}, {self.size} bytes]"
+
+
+@dataclass(frozen=True, slots=True)
 class OutboxRow:
-    """One chunk to deliver, and how far its delivery got."""
+    """One chunk or file to deliver, and how far its delivery got."""
 
     id: int
     thread_id: int
@@ -58,13 +77,34 @@ class OutboxRow:
     status: str
     attempts: int
     available_at: float
+    file_path: str | None = None
+    file_name: str | None = None
+    file_size: int | None = None
+    file_sha256: str | None = None
+    file_mime: str | None = None
 
     @property
     def key(self) -> ThreadKey:
         return key_of(self.channel, self.chat_id, self.topic)
 
+    @property
+    def file(self) -> OutboxFile | None:
+        """The file this row delivers; ``None`` for a text chunk."""
+        if self.file_path is None:
+            return None
+        return OutboxFile(
+            self.file_path,
+            self.file_name or "file",
+            self.file_size or 0,
+            self.file_sha256 or "",
+            self.file_mime,
+        )
 
-_COLUMNS = "id, thread_id, channel, chat_id, topic, seq, format, text, plain, reply_to, status, attempts, available_at"
+
+_COLUMNS = (
+    "id, thread_id, channel, chat_id, topic, seq, format, text, plain, reply_to, status, attempts, available_at, "
+    "file_path, file_name, file_size, file_sha256, file_mime"
+)
 
 
 def enqueue_chunks(
@@ -103,6 +143,54 @@ def enqueue_chunks(
         ).fetchone()
         ids.append(int(row_id))
     return ids
+
+
+def enqueue_files(
+    conn: sqlite3.Connection,
+    address: ThreadAddress,
+    files: Sequence[OutboxFile],
+    *,
+    run_id: int | None = None,
+    message_id: int | None = None,
+    first_seq: int = 0,
+) -> list[int]:
+    """One row per file, due now, after the message's ``first_seq`` chunks; returns their ids."""
+    now = time.time()
+    ids = []
+    for seq, file in enumerate(files, start=first_seq):
+        (row_id,) = conn.execute(
+            "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
+            "text, plain, available_at, created_at, file_path, file_name, file_size, file_sha256, file_mime) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, 'file', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                address.thread_id,
+                run_id,
+                message_id,
+                address.key.channel,
+                address.key.chat_id,
+                topic_value(address.key),
+                seq,
+                file.label,
+                file.label,
+                now,
+                now,
+                file.path,
+                file.name,
+                file.size,
+                file.sha256,
+                file.mime_type,
+            ),
+        ).fetchone()
+        ids.append(int(row_id))
+    return ids
+
+
+def open_file_paths(conn: sqlite3.Connection) -> set[str]:
+    """The spooled copies still needed: those of file rows ``pending`` or ``sending``."""
+    rows = conn.execute(
+        "SELECT file_path FROM outbox WHERE file_path IS NOT NULL AND status IN ('pending', 'sending')"
+    ).fetchall()
+    return {str(row[0]) for row in rows}
 
 
 def next_pending(conn: sqlite3.Connection, thread_id: int) -> OutboxRow | None:

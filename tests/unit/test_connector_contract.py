@@ -36,7 +36,7 @@ BUILDERS: dict[str, Callable[[Path], Any]] = {
     ),
 }
 
-ATTRIBUTES = {"name": str, "health": ConnectorHealth, "idempotent_send": bool}
+ATTRIBUTES = {"name": str, "health": ConnectorHealth, "idempotent_send": bool, "max_file_bytes": int}
 METHODS = {
     name: member
     for name, member in vars(Connector).items()
@@ -46,7 +46,7 @@ METHODS = {
 
 def test_the_contract_declares_what_the_gateway_reads() -> None:
     assert set(Connector.__annotations__) == set(ATTRIBUTES)
-    assert set(METHODS) == {"start", "stop", "render", "send", "set_working"}
+    assert set(METHODS) == {"start", "stop", "render", "send", "send_file", "set_working"}
 
 
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
@@ -66,3 +66,15 @@ def test_connector_satisfies_the_contract(kind: str, tmp_path: Path) -> None:
 def test_only_the_console_resends_after_a_crash(tmp_path: Path) -> None:
     idempotent = {kind: build(tmp_path).idempotent_send for kind, build in BUILDERS.items()}
     assert idempotent == {"console": True, "telegram": False, "slack": False, "discord": False}
+
+
+def test_upload_limits_are_the_platforms_unless_configured(tmp_path: Path) -> None:
+    limits = {kind: build(tmp_path).max_file_bytes for kind, build in BUILDERS.items()}
+    assert limits == {
+        "console": 50_000_000,
+        "telegram": 50_000_000,
+        "slack": 1_000_000_000,
+        "discord": 10_000_000,
+    }
+    custom = DiscordChannel(name="team-discord", type="discord", token="t", max_upload_bytes=25_000_000)
+    assert DiscordConnector(custom, files_dir=tmp_path).max_file_bytes == 25_000_000
