@@ -17,6 +17,7 @@ served from ``/attachments/...``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import math
 from collections import defaultdict
@@ -32,6 +33,7 @@ from tests.fakes.discord_api.gateway import Gateway
 __all__ = ["FakeDiscord"]
 
 _MAX_CONTENT = 2000
+MAX_UPLOAD = 10 * 1024 * 1024  # without server boosts
 
 
 @dataclass
@@ -365,7 +367,14 @@ class FakeDiscord:
                 payload = json.loads(await part.text())  # type: ignore[union-attr]
             else:
                 data = await part.read()  # type: ignore[union-attr]
-                files.append({"field": part.name, "filename": part.filename, "size": len(data)})
+                files.append(
+                    {
+                        "field": part.name,
+                        "filename": part.filename,
+                        "size": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                    }
+                )
         return payload, files
 
     async def _create_message(self, request: web.Request) -> web.Response:
@@ -399,6 +408,8 @@ class FakeDiscord:
                 },
                 status=400,
             )
+        if sum(f["size"] for f in files) > MAX_UPLOAD:
+            return _json({"message": "Request entity too large", "code": 40005}, status=413)
         if not content and not files and not body.get("embeds"):
             return _json({"message": "Cannot send an empty message", "code": 50006}, status=400)
         nonce = body.get("nonce")
@@ -416,6 +427,9 @@ class FakeDiscord:
             guild_id=channel.get("guild_id"),
             referenced=referenced,
             nonce=None if nonce is None else str(nonce),
+            attachments=[
+                p.attachment(p.snowflake(), str(f["filename"]), int(f["size"]), "", None) for f in files
+            ],
         )
         record = {**message, "allowed_mentions": body.get("allowed_mentions"), "files": files}
         self._messages[message["id"]] = message

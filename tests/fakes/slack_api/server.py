@@ -25,10 +25,11 @@ from tests.fakes.slack_api.model import (
     PostedMessage,
     State,
 )
+from tests.fakes.slack_api.uploads import Uploads
 from tests.fakes.slack_api.web_api import WebApi
 
 
-class FakeSlack(WebApi):
+class FakeSlack(Uploads, WebApi):
     """The fake Slack server; use as ``async with FakeSlack() as slack``.
 
     Args:
@@ -55,6 +56,7 @@ class FakeSlack(WebApi):
         self.connections = 0  # websocket connections accepted so far
         self.state = State()
         self._init_web_api()
+        self._init_uploads()
         self._sockets: list[web.WebSocketResponse] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
@@ -64,8 +66,9 @@ class FakeSlack(WebApi):
     # ------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> FakeSlack:
-        app = web.Application()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/upload/v1/{file_id}", self._receive_upload)
         app.router.add_get("/socket", self._socket)
         app.router.add_get("/files-pri/{file_key}/download/{name}", self._download)
         app.router.add_get("/files-pri/{file_key}/{name}", self._download)

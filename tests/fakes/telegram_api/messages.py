@@ -35,6 +35,18 @@ class SentMessage:
         return {e["type"] for e in self.entities}
 
 
+@dataclass(frozen=True)
+class ReceivedFile:
+    """A file the bot uploaded (``sendDocument`` / ``sendPhoto`` with multipart bytes)."""
+
+    chat_id: int | str
+    method: str
+    name: str | None
+    size: int
+    sha256: str
+    message_id: int
+
+
 @dataclass
 class StoredFile:
     file_id: str

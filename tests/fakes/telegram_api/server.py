@@ -1,7 +1,8 @@
 """A stand-in Telegram Bot API server on 127.0.0.1 for tests.
 
 It speaks the real wire protocol closely enough for python-telegram-bot to work
-unmodified: ``/bot<token>/<method>`` with JSON, form-encoded or multipart bodies, the
+unmodified: ``/bot<token>/<method>`` with JSON, form-encoded or multipart bodies (uploads with ``sendDocument`` and ``sendPhoto``
+are kept in :attr:`received_files` with their name, size and sha256), the
 ``{"ok": ..., "result": ...}`` envelope, error codes and descriptions as Telegram words
 them, long-polling ``getUpdates`` with offset confirmation, webhooks with the secret
 header, and file downloads under ``/file/bot<token>/``.
@@ -28,7 +29,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.fakes.telegram_api.messages import SentMessage, photo_sizes, text_fields, user_object
+from tests.fakes.telegram_api.messages import ReceivedFile, SentMessage, photo_sizes, text_fields, user_object
 from tests.fakes.telegram_api.state import ApiError, BotApiState, bad_request
 
 DEFAULT_TOKEN = "7000001:AAH-fake-token-for-tests_0123456789"
@@ -81,6 +82,7 @@ class FakeTelegramAPI(BotApiState):
             "editmessagetext": self.edit_message_text,
             "sendchataction": self.send_chat_action,
             "senddocument": self.send_document,
+            "sendphoto": self.send_photo,
             "getfile": self.get_file,
             "setwebhook": self._set_webhook,
             "deletewebhook": self._delete_webhook,
@@ -204,6 +206,10 @@ class FakeTelegramAPI(BotApiState):
 
     def sent_messages(self, chat_id: int | str) -> list[SentMessage]:
         return list(self._sent.get(chat_id, ()))
+
+    def files_received(self, chat_id: int | str) -> list[ReceivedFile]:
+        """Files the bot uploaded into ``chat_id``, in order."""
+        return [f for f in self.received_files if f.chat_id == chat_id]
 
     def chat_actions(self, chat_id: int | str) -> list[str]:
         return [a for a, _, _ in self._actions.get(chat_id, ())]

@@ -5,14 +5,16 @@
         [--latency 0.05:0.2] [--fail-rate 0.02] [--fail-first 3] [--port 0] [--seed 1] [--max-seconds 600]
 
 Every Bot API call waits a random time in ``--latency`` before it is answered. A share
-``--fail-rate`` of ``sendMessage`` calls is refused before anything is recorded, as
-Telegram refuses them: half with 429 flood control (``retry_after`` 1 s), half with
+``--fail-rate`` of ``sendMessage``, ``sendDocument`` and ``sendPhoto`` calls is refused before
+anything is recorded, as Telegram refuses them: half with 429 flood control (``retry_after`` 1 s), half with
 502 Bad Gateway. ``--fail-first N`` answers the first N Bot API calls of any method with 502, as
 a server that is still coming up does. The test drives the fake over HTTP under ``/_fake/``:
 
 - ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?}]}``
   queues incoming messages; answers ``{"update_ids": [...]}``.
 - ``GET /_fake/sent`` answers ``{"<chat_id>": ["text", ...]}``: every delivered message.
+- ``GET /_fake/files`` answers ``[{"chat_id", "method", "name", "size", "sha256"}, ...]``: every
+  uploaded file, in order.
 - ``GET /_fake/stats`` answers call counts per method, refusals and pending updates.
 """
 
@@ -31,6 +33,8 @@ from aiohttp import web
 
 from tests.fakes.telegram_api.server import FakeTelegramAPI, _error_response
 from tests.fakes.telegram_api.state import ApiError
+
+_REFUSABLE = frozenset({"sendmessage", "senddocument", "sendphoto"})
 
 
 class ChaoticTelegramAPI(FakeTelegramAPI):
@@ -56,7 +60,7 @@ class ChaoticTelegramAPI(FakeTelegramAPI):
             return _error_response(ApiError(502, "Bad Gateway"))
         if method != "getupdates":
             await asyncio.sleep(self._rng.uniform(*self.latency))
-        if method == "sendmessage" and self._rng.random() < self.fail_rate:
+        if method in _REFUSABLE and self._rng.random() < self.fail_rate:
             if self._rng.random() < 0.5:
                 self.refused[429] += 1
                 return _error_response(ApiError(429, "Too Many Requests: retry after 1", {"retry_after": 1}))
@@ -90,6 +94,20 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
             {str(chat): [m.text for m in fake.sent_messages(chat)] for chat in list(fake._sent)}
         )
 
+    async def files(request: web.Request) -> web.Response:
+        return web.json_response(
+            [
+                {
+                    "chat_id": str(f.chat_id),
+                    "method": f.method,
+                    "name": f.name,
+                    "size": f.size,
+                    "sha256": f.sha256,
+                }
+                for f in fake.received_files
+            ]
+        )
+
     async def stats(request: web.Request) -> web.Response:
         fake.calls_recorded()
         return web.json_response(
@@ -103,6 +121,7 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
     return [
         web.post("/_fake/inject", inject),
         web.get("/_fake/sent", sent),
+        web.get("/_fake/files", files),
         web.get("/_fake/stats", stats),
     ]
 
@@ -154,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port-file", type=Path, required=True, help="written with url and token")
     parser.add_argument("--latency", default="0:0", help="seconds added to each call, LOW:HIGH")
-    parser.add_argument("--fail-rate", type=float, default=0.0, help="share of sendMessage refused")
+    parser.add_argument("--fail-rate", type=float, default=0.0, help="share of sends and uploads refused")
     parser.add_argument("--fail-first", type=int, default=0, help="Bot API calls answered 502 first")
     parser.add_argument("--port", type=int, default=0, help="port to bind on 127.0.0.1; 0 = any free one")
     parser.add_argument("--seed", type=int, default=1)

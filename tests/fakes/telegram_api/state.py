@@ -7,6 +7,7 @@ Handlers take the request parameters and return the ``result`` or raise :class:`
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import time
 from collections import defaultdict
@@ -14,11 +15,22 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from tests.fakes.telegram_api.entities import HtmlParseError, parse_html, utf16_len
-from tests.fakes.telegram_api.messages import SentMessage, StoredFile, chat_object, user_object
+from tests.fakes.telegram_api.messages import (
+    ReceivedFile,
+    SentMessage,
+    StoredFile,
+    chat_object,
+    photo_sizes,
+    user_object,
+)
 
 MAX_TEXT = 4096
 MAX_CAPTION = 1024
 MAX_DOWNLOAD = 20 * 1024 * 1024
+MAX_UPLOAD = 50 * 1024 * 1024
+MAX_PHOTO = 10 * 1024 * 1024
+# What Telegram can decode as a photo, by its first bytes.
+_PICTURE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"RIFF")
 CHAT_ACTIONS = frozenset({"typing", "upload_photo", "upload_document", "record_voice", "choose_sticker"})
 
 
@@ -60,6 +72,7 @@ class BotApiState:
         self._actions: dict[int | str, list[tuple[str, int | None, float]]] = defaultdict(list)
         self._files: dict[str, StoredFile] = {}
         self._file_ids = itertools.count(1)
+        self.received_files: list[ReceivedFile] = []
 
     def add_chat(
         self, chat_id: int, chat_type: str = "private", *, forum: bool = False, user_id: int | None = None
@@ -124,11 +137,32 @@ class BotApiState:
         self._actions[chat["id"]].append((action, thread_id, time.monotonic()))
         return True
 
+    async def send_photo(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A multipart photo upload: refused unless it looks like a picture, as Telegram does."""
+        chat = self._chat(params.get("chat_id"))
+        thread_id = self._thread(chat, params)
+        reply_id = self._reply_target(chat, params)
+        photo = params.get("photo")
+        if not isinstance(photo, dict):
+            raise bad_request("there is no photo in the request")
+        content = photo["content"]
+        if len(content) > MAX_PHOTO:
+            raise bad_request("PHOTO_SAVE_FILE_INVALID")
+        if not content.startswith(_PICTURE_MAGIC):
+            raise bad_request("IMAGE_PROCESS_FAILED")
+        stored = self._store_file(content, "photos", photo["filename"], photo["content_type"])
+        message = self._record(chat, "", "", None, [], thread_id, reply_id)
+        message["photo"] = photo_sizes([stored])
+        self._received(chat["id"], "sendPhoto", photo, message["message_id"])
+        return message
+
     async def send_document(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self._chat(params.get("chat_id"))
         thread_id = self._thread(chat, params)
         reply_id = self._reply_target(chat, params)
         document = params.get("document")
+        if isinstance(document, dict) and len(document["content"]) > MAX_UPLOAD:
+            raise ApiError(413, "Request Entity Too Large")
         if isinstance(document, dict):
             stored = self._store_file(
                 document["content"],
@@ -145,7 +179,19 @@ class BotApiState:
         if utf16_len(caption) > MAX_CAPTION:
             raise bad_request("message caption is too long")
         doc = {"file_name": stored.file_name, "size": len(stored.content), "file_id": stored.file_id}
-        return self._record(chat, caption, raw, params.get("parse_mode"), entities, thread_id, reply_id, doc)
+        message = self._record(
+            chat, caption, raw, params.get("parse_mode"), entities, thread_id, reply_id, doc
+        )
+        if isinstance(document, dict):
+            self._received(chat["id"], "sendDocument", document, message["message_id"])
+        return message
+
+    def _received(self, chat_id: int | str, method: str, upload: dict[str, Any], message_id: int) -> None:
+        content = upload["content"]
+        digest = hashlib.sha256(content).hexdigest()
+        self.received_files.append(
+            ReceivedFile(chat_id, method, upload["filename"], len(content), digest, message_id)
+        )
 
     async def get_file(self, params: dict[str, Any]) -> dict[str, Any]:
         stored = self._files.get(str(params.get("file_id")))
