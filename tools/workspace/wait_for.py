@@ -217,7 +217,9 @@ def _process_probe(ctx: ToolContext, args: dict[str, Any]) -> _Probe:
         )
 
     async def poll(remaining: float) -> tuple[bool, dict[str, Any]]:
-        return job.ended.is_set(), job.status()
+        seen = job.status()
+        seen["job_status"] = seen.pop("status")
+        return job.ended.is_set(), seen
 
     return _Probe(poll, wake=job.ended)
 
@@ -284,7 +286,7 @@ async def wait_for(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
 
     def answer(status: str, **extra: Any) -> dict[str, Any]:
         elapsed = int((time.monotonic() - started) * 1000)
-        return {"type": kind, "status": status, "elapsed_ms": elapsed, "polls": polls, **probe.seen, **extra}
+        return {**probe.seen, "type": kind, "status": status, "elapsed_ms": elapsed, "polls": polls, **extra}
 
     while True:
         if await _user_wrote(ctx):
