@@ -29,6 +29,12 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "subagent_invoke": {"name": "no-such-subagent"},
     "read_file": {"file_path": "/workspace/no-such-file.txt"},
     "write_file": {"file_path": "/workspace/matrix.txt", "content": "hello"},
+    "list_directory": {"path": "/workspace"},
+    "glob": {"pattern": "*.txt"},
+    "grep": {"pattern": "hello"},
+    "json_query": {"path": "/workspace/no-such.json", "query": ".name"},
+    "edit_file": {"file_path": "/workspace/no-such-file.txt", "old_string": "a", "new_string": "b"},
+    "patch_apply": {"changes": [{"path": "/workspace/matrix.txt", "content": "x"}], "dry_run": True},
 }
 TOOLS = registry.all_tools()
 
