@@ -103,7 +103,7 @@ class FakeDiscord:
     # ---------------------------------------------------------------- lifecycle
 
     async def __aenter__(self) -> FakeDiscord:
-        app = web.Application(middlewares=[self._auth])
+        app = web.Application(middlewares=[self._auth], client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_get("/api/v10/gateway", self._get_gateway)
         app.router.add_get("/api/v10/gateway/bot", self._get_gateway)
