@@ -284,10 +284,12 @@ async def test_logs_shows_and_follows_the_daemons_log_file(tmp_path: Path) -> No
             code, out, _ = await talon("logs", "-c", config, "-n", "3")
             assert code == 0 and "talon ready" in out and len(out.splitlines()) <= 3
             follow = await asyncio.create_subprocess_exec(
-                *TALON, "logs", "-c", config, "-f", "-n", "0", env=talon_env(), stdout=asyncio.subprocess.PIPE
+                *TALON, "logs", "-c", config, "-f", "-n", "1", env=talon_env(), stdout=asyncio.subprocess.PIPE
             )
             try:
                 assert follow.stdout is not None
+                first = (await asyncio.wait_for(follow.stdout.readline(), 20)).decode()
+                assert "talon ready" in first  # the last line so far
                 assert await daemon.stop() == 0
                 seen = ""
                 async with asyncio.timeout(20):
@@ -296,4 +298,4 @@ async def test_logs_shows_and_follows_the_daemons_log_file(tmp_path: Path) -> No
             finally:
                 follow.terminate()
                 await follow.wait()
-        assert "talon ready" not in seen  # -n 0: only what came after
+        assert "stopping" in seen and "talon ready" not in seen  # what came after, once
