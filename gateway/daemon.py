@@ -44,11 +44,11 @@ from gateway.queue import TurnQueue
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
 from gateway.status import StatusReporter
+from gateway.store import readonly
 from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
-from tools import db_query
 
 if TYPE_CHECKING:
     from gateway.persona_mcp import PersonaMcpManager
@@ -142,7 +142,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bindings=bindings,
         services=tool_services,
         mcp=persona_mcp,
-        on_stop=[db_query.close_readonly_connections],
+        on_stop=[readonly.close_readonly_connections],
     )
     turns = TurnRunner(
         db=db,

@@ -14,7 +14,8 @@ bind or override. Only the regenerated SQL is ever executed, never the text the 
 SQLite runs ``instr``, ``replace`` and two-argument ``trim`` in time proportional to the length
 of the text times the length of what is searched for, inside one VM instruction that no
 deadline can stop. Their search argument is therefore wrapped in :data:`SIZE_CHECK_FUNCTION`
-(registered by :mod:`tools.db_query`), which refuses one longer than the limits below.
+(registered on the store's read-only connections, :mod:`gateway.store.readonly`), which refuses
+one longer than the limits below.
 """
 
 from __future__ import annotations

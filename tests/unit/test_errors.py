@@ -30,6 +30,7 @@ from gateway.runtime.providers.retry import RetryableError
 from gateway.scheduling.cron import ScheduleError
 from gateway.store.db import SchemaTooNewError
 from gateway.store.delegation import TaskLimitError
+from gateway.store.readonly import ReadOnlyQueryError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
 from gateway.subagents.files import WorkspaceError
 from gateway.subagents.output import OutputError
@@ -51,6 +52,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     JSONInputError: RefusedError,
     NotifyError: RefusedError,
     OutputError: RefusedError,
+    ReadOnlyQueryError: RefusedError,
     ScheduleError: RefusedError,
     SchemaTooNewError: RefusedError,
     SessionError: RefusedError,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,9 +13,9 @@ import pytest
 
 from gateway.config import Settings, load_settings
 from gateway.personas import Persona, load_personas
+from gateway.store import readonly
 from gateway.store.db import DB_FILE, Database, open_database
 from tests.harness import write_config
-from tools import db_query
 from tools.base import HostTool
 from tools.bridge import Bridge, RunIdentity
 from tools.bridge_client import BridgeClient, BridgeCredentials
@@ -57,7 +58,7 @@ class BridgeEnv:
     async def close(self) -> None:
         await self.server.stop()
         await self.bridge.audit.flush()
-        await db_query.close_readonly_connections()
+        await readonly.close_readonly_connections()
         await self.db.close()
 
     async def audit(self, run_id: int | None = None) -> list[dict[str, Any]]:
@@ -74,12 +75,15 @@ async def add_thread(
     db: Database, channel: str = "console", chat: str = "main", persona: str | None = None
 ) -> int:
     now = time.time()
-    async with db.transaction() as conn:
-        rows = await conn.execute_fetchall(
+
+    def write(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+        return conn.execute(
             "INSERT INTO threads (channel, chat_id, chat_type, persona, created_at, updated_at) "
             "VALUES (?, ?, 'dm', ?, ?, ?) RETURNING id",
             (channel, chat, persona, now, now),
-        )
+        ).fetchall()
+
+    rows = await db.run_transaction(write)
     return rows[0][0]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.personas import Persona
+from gateway.store import readonly
 from gateway.store.db import Database, open_database
 from tools import db_query
 from tools.base import ToolContext, ToolError
@@ -25,13 +27,14 @@ FOREIGN = "FOREIGN"
 
 async def _seed(db: Database) -> None:
     now = time.time()
-    async with db.transaction() as conn:
+
+    def write(conn: sqlite3.Connection) -> None:
         for tid, chat, persona in (
             (1, "mine", "assistant"),
             (2, f"{FOREIGN}-chat", "assistant"),
             (3, f"{FOREIGN}-3", "other"),
         ):
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO threads (id, channel, chat_id, persona, title, created_at, updated_at) VALUES (?, 'console', ?, ?, ?, ?, ?)",
                 (tid, chat, persona, "own title" if tid == 1 else f"{FOREIGN} title", now, now),
             )
@@ -42,13 +45,13 @@ async def _seed(db: Database) -> None:
             ("assistant", "ship it"),
         ]
         for i, (role, text) in enumerate(own):
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, ?, ?, ?)",
                 (role, text, now + i),
             )
         for tid in (2, 3):
             for i in range(3):
-                await conn.execute(
+                conn.execute(
                     "INSERT INTO messages (thread_id, role, text, created_at) VALUES (?, 'user', ?, ?)",
                     (tid, f"{FOREIGN} secret {tid}.{i}", now + i),
                 )
@@ -59,7 +62,7 @@ async def _seed(db: Database) -> None:
             (2, "pin", "fact", f"{FOREIGN} 1234"),
         ]
         for tid, key, kind, value in items:
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) VALUES (?, 'assistant', ?, ?, ?, ?, ?)",
                 (tid, key, kind, value, now, now),
             )
@@ -70,10 +73,12 @@ async def _seed(db: Database) -> None:
             ("s-o1", "other", 3, f"{FOREIGN} job"),
         ]
         for sid, persona, tid, label in schedules:
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO schedules (id, persona, thread_id, label, cron_expr, prompt, created_at, updated_at) VALUES (?, ?, ?, ?, '0 9 * * *', 'go', ?, ?)",
                 (sid, persona, tid, label, now, now),
             )
+
+    await db.run_transaction(write)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +105,7 @@ async def db(seeded_file: Path, tmp_path: Path) -> AsyncIterator[Database]:
     try:
         yield database
     finally:
-        await db_query.close_readonly_connections()
+        await readonly.close_readonly_connections()
         await database.close()
 
 
@@ -210,18 +215,20 @@ async def test_limit_cuts_and_reports_truncation(ctx: ToolContext) -> None:
 
 
 async def test_default_limit_is_100(ctx: ToolContext, db: Database) -> None:
-    async with db.transaction() as conn:
+    def write(conn: sqlite3.Connection) -> None:
         for i in range(150):
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', ?, 0)",
                 (f"bulk {i}",),
             )
+
+    await db.run_transaction(write)
     result = await run(ctx, "SELECT id FROM messages")
     assert result["row_count"] == 100 and result["truncated"] is True
 
 
 async def test_oversized_results_are_cut(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(db_query, "RESULT_BYTE_BUDGET", 13)
+    monkeypatch.setattr(readonly, "RESULT_BYTE_BUDGET", 13)
     result = await run(ctx, "SELECT text FROM messages ORDER BY id")
     assert result["rows"] == [["hello"], ["hi there"]]
     assert result["row_count"] == 2 and result["truncated"] is True
@@ -237,7 +244,7 @@ async def test_new_writes_are_visible_to_the_next_query(ctx: ToolContext, db: Da
 
 async def test_connections_reopen_after_close(ctx: ToolContext) -> None:
     await run(ctx, "SELECT 1")
-    await db_query.close_readonly_connections()
+    await readonly.close_readonly_connections()
     assert (await run(ctx, "SELECT count(*) FROM threads"))["rows"] == [[1]]
 
 
@@ -462,10 +469,13 @@ async def test_heavy_query_is_interrupted(
     ctx: ToolContext, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(db_query, "QUERY_TIME_BUDGET", 0.2)
-    async with db.transaction() as conn:
-        await conn.executemany(
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.executemany(
             "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', 'n', 0)", [()] * 300
         )
+
+    await db.run_transaction(write)
     started = time.monotonic()
     with pytest.raises(ToolError, match=r"longer than 0\.2 s and was stopped"):
         await run(ctx, "SELECT count(*) FROM messages a JOIN messages b JOIN messages c JOIN messages d")
@@ -476,7 +486,7 @@ async def test_heavy_query_is_interrupted(
 
 async def test_readonly_connection_refuses_what_the_syntax_check_would_have_caught(db: Database) -> None:
     """Defence in depth: raw statements on the read-only connection hit the authorizer."""
-    pool = await db_query._readonly(db.path)
+    pool = readonly.readonly_pool(db.path, db_query.ACCESS)
     for sql in (
         "SELECT * FROM sqlite_master",
         "SELECT * FROM queue_items",
@@ -487,5 +497,7 @@ async def test_readonly_connection_refuses_what_the_syntax_check_would_have_caug
         "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('a', 'b', 1, 1)",
         "CREATE TEMP TABLE t (a)",
     ):
-        with pytest.raises(ToolError, match=r"prohibited|not authorized|authorization denied"):
+        with pytest.raises(
+            readonly.ReadOnlyQueryError, match=r"prohibited|not authorized|authorization denied"
+        ):
             await pool.query(sql, {}, 5, 1.0)

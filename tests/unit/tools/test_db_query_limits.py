@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import sqlite3
 import threading
 import time
 import tracemalloc
@@ -15,6 +16,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.personas import Persona
+from gateway.store import readonly
 from gateway.store.db import Database, open_database
 from tools import db_query
 from tools.base import ToolContext, ToolError
@@ -48,7 +50,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
     try:
         yield database
     finally:
-        await db_query.close_readonly_connections()
+        await readonly.close_readonly_connections()
         await database.close()
 
 
@@ -67,11 +69,13 @@ def ctx(db: Database, tmp_path: Path) -> ToolContext:
 
 
 async def add_messages(db: Database, texts: list[str]) -> None:
-    async with db.transaction() as conn:
-        await conn.executemany(
+    def write(conn: sqlite3.Connection) -> None:
+        conn.executemany(
             "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', ?, 0)",
             [(t,) for t in texts],
         )
+
+    await db.run_transaction(write)
 
 
 async def run(ctx: ToolContext, sql: str, params: list[Any] | None = None, limit: int | None = None) -> Any:
@@ -150,7 +154,7 @@ async def test_a_query_is_stopped_at_its_deadline_even_between_progress_checks(
     ctx: ToolContext, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # With the progress handler off, only the wall-clock timer can stop the query.
-    monkeypatch.setattr(db_query, "_PROGRESS_STEPS", 0)
+    monkeypatch.setattr(readonly, "_PROGRESS_STEPS", 0)
     monkeypatch.setattr(db_query, "QUERY_TIME_BUDGET", 0.3)
     await add_messages(db, ["n"] * 500)
     seconds, outcome = await timed(
@@ -174,15 +178,15 @@ async def test_a_caller_that_stops_waiting_does_not_block_the_next(
     assert seconds < 2  # the abandoned statement runs on until its 4 s deadline, elsewhere
     # Once it has been stopped, every connection of the pool is free again.
     await asyncio.sleep(4.5)
-    outcomes = await asyncio.gather(*(run(ctx, FAST_SQL) for _ in range(db_query.POOL_SIZE)))
-    assert [o["rows"] for o in outcomes] == [[[1]]] * db_query.POOL_SIZE
+    outcomes = await asyncio.gather(*(run(ctx, FAST_SQL) for _ in range(readonly.POOL_SIZE)))
+    assert [o["rows"] for o in outcomes] == [[[1]]] * readonly.POOL_SIZE
 
 
 async def test_a_caller_finding_every_connection_busy_gets_a_clear_error_within_its_wait(
     ctx: ToolContext, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(db_query, "POOL_SIZE", 2)
-    monkeypatch.setattr(db_query, "POOL_WAIT", 0.3)
+    monkeypatch.setattr(readonly, "POOL_SIZE", 2)
+    monkeypatch.setattr(readonly, "POOL_WAIT", 0.3)
     monkeypatch.setattr(db_query, "QUERY_TIME_BUDGET", 3.0)
     await add_messages(db, ["n"] * SLOW_ROWS)
     slow = [asyncio.create_task(timed(run(ctx, SLOW_SQL))) for _ in range(2)]
@@ -199,7 +203,7 @@ async def test_closing_stops_every_connection_thread(ctx: ToolContext, db: Datab
     await add_messages(db, ["n"] * 10)
     await asyncio.gather(*(run(ctx, "SELECT count(*) FROM messages a JOIN messages b") for _ in range(4)))
     assert any(t.name.startswith("db-query") for t in threading.enumerate())
-    await db_query.close_readonly_connections()
+    await readonly.close_readonly_connections()
     for _ in range(50):
         if not any(t.name.startswith("db-query") for t in threading.enumerate()):
             break
@@ -271,7 +275,7 @@ async def test_rows_are_read_one_at_a_time_until_the_byte_budget(ctx: ToolContex
     assert peak < 4_000_000
     assert result["truncated"] is True
     assert 45 <= result["row_count"] <= 50
-    assert sum(len(text) for _, text in result["rows"]) <= db_query.RESULT_BYTE_BUDGET
+    assert sum(len(text) for _, text in result["rows"]) <= readonly.RESULT_BYTE_BUDGET
     assert all(text == "y" * 20_000 for _, text in result["rows"])  # whole rows, none half-cut
 
 
