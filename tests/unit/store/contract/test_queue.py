@@ -167,3 +167,17 @@ async def test_the_first_open_message_is_the_oldest_not_yet_answered(store: Back
     assert await store.read(store.queue.first_open_message, thread_id) == m1  # leased is still open
     await store.write(store.queue.complete_items, batch.ids, None, 11.0)
     assert await store.read(store.queue.first_open_message, thread_id) is None
+
+
+async def test_a_waiting_message_is_one_that_came_while_the_turn_runs(store: Backend, thread_id: int) -> None:
+    other = await new_thread(store, "other")
+    assert await store.read(store.queue.waiting_message, thread_id) is False
+    await message(store, thread_id, "first")
+    assert await store.read(store.queue.waiting_message, thread_id) is True
+    assert isinstance(await lease(store, thread_id), Batch)
+    assert await store.read(store.queue.waiting_message, thread_id) is False  # its own turn's is leased
+    await store.write(store.queue.enqueue_task, thread_id, "schedule", {"prompt": "p"}, now=1.0)
+    await message(store, other, "elsewhere")
+    assert await store.read(store.queue.waiting_message, thread_id) is False  # not a message, not here
+    await message(store, thread_id, "second")
+    assert await store.read(store.queue.waiting_message, thread_id) is True
