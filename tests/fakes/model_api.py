@@ -23,7 +23,7 @@ invalid UTF-8 (see :class:`~tests.fakes.model_script.Reply`).
 
 Run standalone for a daemon in another process::
 
-    python -m tests.fakes.model_api --kind anthropic --port-file PATH [--delay S] [--split]
+    python -m tests.fakes.model_api --kind anthropic --port-file PATH [--delay S] [--split] [--attach-channel NAME]
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from tests.fakes.model_script import (
     Reply,
     Responder,
     Step,
+    attach_responder,
     delayed,
     echo_responder,
     split_everywhere,
@@ -322,9 +323,12 @@ async def serve(
     max_seconds: float = 600.0,
     port: int = 0,
     split: bool = False,
+    attach_channel: str | None = None,
 ) -> None:
-    """Serve the echo responder until SIGTERM/SIGINT or ``max_seconds``; write the base URL to ``port_file``."""
-    responder = split_everywhere(echo_responder) if split else echo_responder
+    """Serve the echo responder (or :func:`attach_responder` for ``attach_channel``) until
+    SIGTERM/SIGINT or ``max_seconds``; write the base URL to ``port_file``."""
+    responder = attach_responder(attach_channel) if attach_channel else echo_responder
+    responder = split_everywhere(responder) if split else responder
     responder = delayed(responder, delay) if delay else responder
     fake: _FakeModelAPI = (FakeAnthropic if kind == "anthropic" else FakeOpenAI)(
         responder=responder, port=port
@@ -357,6 +361,10 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="stream replies cut at every UTF-16 code unit, as raw UTF-8, with writes cut inside characters",
     )
+    parser.add_argument(
+        "--attach-channel",
+        help="answer 'attach PATH ...' by calling channel_send into this channel with those attachments",
+    )
     args = parser.parse_args(argv)
     asyncio.run(
         serve(
@@ -366,6 +374,7 @@ def main(argv: list[str] | None = None) -> None:
             max_seconds=args.max_seconds,
             port=args.port,
             split=args.split,
+            attach_channel=args.attach_channel,
         )
     )
 

@@ -205,6 +205,36 @@ def echo_responder(body: dict[str, Any]) -> Reply:
     return Reply(text=f"echo: {last_user_text(body)}")
 
 
+def attach_responder(channel: str) -> Responder:
+    """A user message ``attach PATH ...`` makes the model call ``channel_send`` into ``channel``
+    with those attachments and no text, then answer ``sent`` once the tool answered; anything
+    else is echoed. For a daemon in another process, where no test can script steps."""
+
+    def respond(body: dict[str, Any]) -> Reply:
+        if _answers_a_tool(body):
+            return Reply(text="sent")
+        words = last_user_text(body).split()
+        if words[:1] == ["attach"]:
+            arguments = {"channelId": channel, "content": "", "attachments": words[1:]}
+            return Reply(tool_calls=[Call("channel_send", arguments)])
+        return echo_responder(body)
+
+    return respond
+
+
+def _answers_a_tool(body: dict[str, Any]) -> bool:
+    """The request ends with a tool result (OpenAI's ``tool`` role, Anthropic's ``tool_result``)."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if not isinstance(last, dict):
+        return False
+    content = last.get("content")
+    blocks = content if isinstance(content, list) else []
+    return last.get("role") == "tool" or any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
+    )
+
+
 def delayed(responder: Responder, seconds: float) -> Responder:
     """Wrap ``responder`` so each of its replies starts after ``seconds``."""
 
