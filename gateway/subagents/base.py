@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.errors import RefusedError
 from gateway.runtime.model import Usage
@@ -21,6 +21,8 @@ __all__ = [
     "Check",
     "Invocation",
     "ModelOutcome",
+    "PathSpace",
+    "SpacePath",
     "SubagentError",
     "SubagentRefusedError",
     "SubagentResult",
@@ -28,7 +30,6 @@ __all__ = [
     "UsageTally",
     "limit_input",
     "text_input",
-    "workspace_root",
 ]
 
 
@@ -99,9 +100,49 @@ Check = Callable[[Any], str | None]
 """An extra check of the reply's JSON after the schema: a message for the model, or ``None``."""
 
 
-def workspace_root(settings: Settings, persona: Persona) -> Path:
-    """``<data_dir>/workspaces/<persona>``: the only directory file sub-agents may touch."""
-    return settings.data_path / "workspaces" / persona.name
+class SpacePath(Protocol):
+    """A checked path of a :class:`PathSpace` (``tools.workspace.roots.Resolved``)."""
+
+    @property
+    def virtual(self) -> str: ...
+    @property
+    def exists(self) -> bool: ...
+    @property
+    def is_dir(self) -> bool: ...
+    @property
+    def host_path(self) -> Path: ...
+    def open(self, flags: int = ..., mode: int = ...) -> int: ...
+    def close(self) -> None: ...
+
+
+class SpaceRoot(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def host(self) -> Path: ...
+
+
+class PathSpace(Protocol):
+    """The roots a sub-agent's call may read and the one resolver of paths in them.
+
+    ``tools.workspace.roots.WorkspaceRoots`` is the one implementation: the tool that invokes
+    a sub-agent hands it in, so file sub-agents see exactly the path space of the file tools
+    (``/workspace`` of the calling thread, ``/shared`` when the persona's labels open it).
+    """
+
+    @property
+    def roots(self) -> tuple[SpaceRoot, ...]: ...
+    def describe(self) -> str: ...
+    def virtual_of(self, host: Path) -> str | None: ...
+    def resolve(
+        self,
+        path: object,
+        *,
+        what: str = ...,
+        follow_last: bool = ...,
+        create_parents: bool = ...,
+        missing_parents_ok: bool = ...,
+    ) -> SpacePath: ...
 
 
 @dataclass(slots=True)
@@ -122,6 +163,8 @@ class Invocation:
     usage: UsageTally = field(default_factory=UsageTally)
     # Loop time by which every model call must be done (set when the call starts).
     deadline: float = 0.0
+    # The files the call may read; None when no thread's tool call started it (summarizing).
+    roots: PathSpace | None = None
 
     async def complete(self, content: str, *, check: Check | None = None) -> ModelOutcome:
         """Ask the model, with ``content`` as the user message.
@@ -139,10 +182,6 @@ class Invocation:
 
     def result(self, summary: str, data: Any) -> SubagentResult:
         return SubagentResult(summary, data, self.usage.as_dict())
-
-    @property
-    def workspace(self) -> Path:
-        return workspace_root(self.settings, self.persona)
 
 
 def text_input(call: Invocation, key: str, max_chars: int) -> str:

@@ -1,8 +1,11 @@
 """The workspace built-ins: ``file-searcher`` and ``spark-coder``.
 
-Both work inside the persona's workspace, ``<data_dir>/workspaces/<persona>`` (created on
-demand), and never read outside it: paths with ``..`` or absolute paths are refused,
-symlinks are resolved and followed only when they stay inside, and sizes are capped.
+Both read only the roots of the call (:attr:`Invocation.roots`, handed in by the tool that
+invoked them): the calling thread's ``/workspace``, and ``/shared`` when the persona's
+``fs.read`` labels open it, never another thread's files. Every path goes through that path
+space's one resolver, so ``..`` above a root, absolute host paths and links pointing out are
+refused as the file tools refuse them; files with other hard links are skipped, and sizes are
+capped. Paths in results are the model's (``/workspace/notes.md``).
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gateway.subagents.base import Invocation, SubagentError, SubagentResult, limit_input, text_input
+from gateway.errors import RefusedError
+from gateway.subagents.base import (
+    Invocation,
+    PathSpace,
+    SubagentError,
+    SubagentResult,
+    limit_input,
+    text_input,
+)
 from gateway.subagents.memory import keyword_terms
 
-__all__ = ["WorkspaceError", "inside_workspace", "search_files", "write_code"]
+__all__ = ["WorkspaceError", "search_files", "write_code"]
 
 MAX_FILES = 2000
 MAX_FILE_BYTES = 1_000_000
@@ -33,55 +44,35 @@ _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv"})
 
 
 class WorkspaceError(SubagentError):
-    """A path that would leave the workspace, or cannot be used."""
+    """A path that cannot be used."""
 
 
-def _workspace(call: Invocation) -> Path:
-    root = call.workspace
-    root.mkdir(parents=True, exist_ok=True)
-    return root.resolve()
+def _space(call: Invocation) -> PathSpace:
+    if call.roots is None:
+        raise SubagentError(
+            f"{call.definition.name} reads a thread's files and runs only from a tool call in a thread"
+        )
+    return call.roots
 
 
-def inside_workspace(root: Path, relative: Any, *, what: str = "path") -> Path:
-    """Resolve ``relative`` under ``root``, refusing anything that leaves it.
-
-    Args:
-        root (:class:`pathlib.Path`): The resolved workspace directory.
-        relative (:obj:`str`): A path relative to the workspace, ``/``-separated.
-        what (:obj:`str`, optional): How messages name the value.
-
-    Raises:
-        :class:`WorkspaceError`: Not a string, absolute, contains ``..``, or resolves
-        (through a symlink) outside ``root``.
-    """
-    if not isinstance(relative, str) or not relative.strip() or "\x00" in relative:
-        raise WorkspaceError(f"{what} must be a non-empty path relative to the workspace")
-    text = relative.replace("\\", "/")
-    if text.startswith("/") or PurePosixPath(text).is_absolute() or (len(text) > 1 and text[1] == ":"):
-        raise WorkspaceError(f"{what} {relative!r} is absolute; give a path relative to the workspace")
-    if ".." in PurePosixPath(text).parts:
-        raise WorkspaceError(f"{what} {relative!r} contains '..'; paths must stay inside the workspace")
-    target = (root / text).resolve()
-    if not target.is_relative_to(root):
-        raise WorkspaceError(f"{what} {relative!r} leads outside the workspace (through a symbolic link)")
-    return target
-
-
-def _read_inside(root: Path, path: Path, limit: int) -> bytes | None:
-    """The file's bytes when it really is inside ``root`` and within ``limit``; else ``None``."""
+def _read(space: PathSpace, path: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` when the resolver admits it and it is within
+    ``limit``; else ``None``."""
     try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
-    if not real.is_relative_to(root):
-        return None
+        resolved = space.resolve(path, what="file")
+    except RefusedError:
+        return None  # a link pointing out, a device: skipped like a binary file
     try:
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        if not resolved.exists or resolved.is_dir:
+            return None
+        fd = resolved.open(os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
+    finally:
+        resolved.close()
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1 or info.st_size > limit:
             return None
         return handle.read(limit + 1)[:limit]
 
@@ -106,27 +97,44 @@ class Snippet:
         return {"id": id, "path": self.path, "line": self.line, "text": self.text}
 
 
-def _scan(root: Path, base: Path, terms: set[str]) -> tuple[list[Snippet], int]:
-    """Keyword-matching snippets of every readable text file under ``base`` (blocking)."""
+def _scan(space: PathSpace, bases: list[Path], terms: set[str]) -> tuple[list[Snippet], int]:
+    """Keyword-matching snippets of every readable text file under ``bases`` (blocking)."""
     snippets: list[Snippet] = []
     files = 0
     total = 0
-    for folder, dirs, names in os.walk(base, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-        for name in sorted(names):
-            if files >= MAX_FILES or total >= MAX_TOTAL_BYTES:
-                return snippets, files
-            path = Path(folder) / name
-            data = _read_inside(root, path, min(MAX_FILE_BYTES, MAX_TOTAL_BYTES - total))
-            if data is None:
-                continue
-            files += 1
-            total += len(data)
-            text = _text(data)
-            if text is not None:
-                relative = path.relative_to(root).as_posix()
-                snippets += _snippets(relative, text, terms)
+    for base in bases:
+        for folder, dirs, names in os.walk(base, followlinks=False):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            for name in sorted(names):
+                if files >= MAX_FILES or total >= MAX_TOTAL_BYTES:
+                    return snippets, files
+                virtual = space.virtual_of(Path(folder) / name)
+                if virtual is None:
+                    continue
+                data = _read(space, virtual, min(MAX_FILE_BYTES, MAX_TOTAL_BYTES - total))
+                if data is None:
+                    continue
+                files += 1
+                total += len(data)
+                text = _text(data)
+                if text is not None:
+                    snippets += _snippets(virtual, text, terms)
     return snippets, files
+
+
+def _bases(space: PathSpace, path: Any) -> list[Path]:
+    """The folders to search: ``input.path`` (checked) or every root of the call."""
+    if path in (None, "", "."):
+        return [root.host for root in space.roots]
+    resolved = space.resolve(path, what="input.path")
+    try:
+        if not resolved.is_dir:
+            raise WorkspaceError(
+                f"input.path {path!r} is not a folder; this call may search {space.describe()}"
+            )
+        return [resolved.host_path]
+    finally:
+        resolved.close()
 
 
 def _snippets(relative: str, text: str, terms: set[str]) -> list[Snippet]:
@@ -152,24 +160,21 @@ def _snippets(relative: str, text: str, terms: set[str]) -> list[Snippet]:
 
 
 async def search_files(call: Invocation) -> SubagentResult:
-    """Search the persona's workspace for ``input.query`` and rank the matching snippets.
+    """Search the call's roots for ``input.query`` and rank the matching snippets.
 
     A keyword pass collects candidate snippets; the model ranks them. With no candidate,
     the model is not called.
 
-    Input: ``query`` (required), ``path`` (optional sub-directory), ``limit`` (default 10).
+    Input: ``query`` (required), ``path`` (optional folder, e.g. ``/workspace/src``), ``limit``
+    (default 10).
     Data: ``{"results": [{path, line, snippet, relevance, reason?}], "searched_files": n}``.
     """
     query = text_input(call, "query", MAX_QUERY_CHARS)
     limit = limit_input(call, 10, 50)
-    root = _workspace(call)
-    base = root
-    if call.input.get("path") not in (None, "", "."):
-        base = inside_workspace(root, call.input["path"], what="input.path")
-        if not base.is_dir():
-            raise WorkspaceError(f"input.path {call.input['path']!r} is not a directory in the workspace")
+    space = _space(call)
+    bases = await asyncio.to_thread(_bases, space, call.input.get("path"))
     terms = keyword_terms(query)
-    snippets, searched = await asyncio.to_thread(_scan, root, base, terms)
+    snippets, searched = await asyncio.to_thread(_scan, space, bases, terms)
     if not snippets:
         return call.result(
             f"no file in the workspace matches ({searched} files searched)",
@@ -207,55 +212,63 @@ async def search_files(call: Invocation) -> SubagentResult:
 # ---------------------------------------------------------------- spark-coder
 
 
-def _context_files(root: Path, paths: Any) -> str:
+def _context_files(space: PathSpace, paths: Any) -> str:
     if paths is None:
         return ""
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-        raise SubagentError("input.files must be a list of paths relative to the workspace")
+        raise SubagentError("input.files must be a list of paths such as /workspace/app.py")
     parts: list[str] = []
     total = 0
-    for relative in paths:
-        target = inside_workspace(root, relative, what="input.files entry")
-        if not target.exists():
-            parts.append(f"### {relative}\n(does not exist yet)")
+    for path in paths:
+        resolved = space.resolve(path, what="input.files entry", missing_parents_ok=True)
+        resolved.close()
+        if not resolved.exists:
+            parts.append(f"### {resolved.virtual}\n(does not exist yet)")
             continue
-        data = _read_inside(root, target, MAX_CONTEXT_FILE_BYTES)
+        data = _read(space, resolved.virtual, MAX_CONTEXT_FILE_BYTES)
         text = _text(data) if data is not None else None
         if text is None:
             raise SubagentError(
-                f"input.files entry {relative!r} is not a readable text file under "
-                f"{MAX_CONTEXT_FILE_BYTES} bytes"
+                f"input.files entry {path!r} is not a readable text file under {MAX_CONTEXT_FILE_BYTES} bytes"
             )
         total += len(data or b"")
         if total > MAX_CONTEXT_BYTES:
             raise SubagentError(
                 f"input.files add up to more than {MAX_CONTEXT_BYTES} bytes; pass fewer files"
             )
-        parts.append(f"### {relative}\n```\n{text}\n```")
+        parts.append(f"### {resolved.virtual}\n```\n{text}\n```")
     return "\n\n".join(parts)
+
+
+def _path_problem(space: PathSpace, path: str, what: str) -> str | None:
+    """Why an operation's path is not one the persona's file tools could write, or None."""
+    try:
+        space.resolve(path, what=what, follow_last=False, missing_parents_ok=True).close()
+    except RefusedError as exc:
+        return str(exc)
+    return None
 
 
 async def write_code(call: Invocation) -> SubagentResult:
     """Generate file operations for ``input.task``; they are returned, never applied.
 
-    Input: ``task`` (required), ``files`` (optional workspace paths whose content the model
-    should see), ``context`` (optional text).
-    Data: ``{"operations": [{op, path, content?}], "summary"?: str}``; every path is
-    relative and inside the workspace.
+    Input: ``task`` (required), ``files`` (optional paths whose content the model should see),
+    ``context`` (optional text).
+    Data: ``{"operations": [{op, path, content?}], "summary"?: str}``; every path is one the
+    call's roots admit (relative paths are under ``/workspace``).
     """
     task = text_input(call, "task", MAX_TASK_CHARS)
     context = call.input.get("context")
     if context is not None and not isinstance(context, str):
         raise SubagentError("input.context must be text")
-    root = _workspace(call)
-    files = await asyncio.to_thread(_context_files, root, call.input.get("files"))
+    space = _space(call)
+    files = await asyncio.to_thread(_context_files, space, call.input.get("files"))
 
     def check(data: dict[str, Any]) -> str | None:
         for i, operation in enumerate(data["operations"]):
-            try:
-                inside_workspace(root, operation["path"], what=f"operations[{i}].path")
-            except WorkspaceError as exc:
-                return str(exc)
+            problem = _path_problem(space, operation["path"], f"operations[{i}].path")
+            if problem is not None:
+                return problem
         return None
 
     content = f"Task:\n{task}"

@@ -29,6 +29,7 @@ from gateway.subagents.base import (
     Check,
     Invocation,
     ModelOutcome,
+    PathSpace,
     SubagentError,
     SubagentRefusedError,
     SubagentResult,
@@ -241,12 +242,15 @@ class SubagentRunner:
         thread_id: int,
         db: Database,
         check_persona: bool = True,
+        roots: PathSpace | None = None,
     ) -> Invocation:
         """Check that the call may run and build its :class:`Invocation`.
 
         Args:
             check_persona (:obj:`bool`, optional): ``False`` for the gateway's own use
                 (context summarization), which no persona asked for.
+            roots (:class:`PathSpace`, optional): The files the call may read (the calling
+                thread's workspace roots); file sub-agents refuse to run without them.
 
         Raises:
             :class:`SubagentRefusedError`: The persona may not invoke it.
@@ -275,6 +279,7 @@ class SubagentRunner:
             settings=self.settings,
             input=input,
             complete_fn=self._complete,
+            roots=roots,
         )
 
     def _check_persona(self, persona: Persona, definition: SubagentDefinition) -> None:
@@ -324,14 +329,21 @@ class SubagentRunner:
         return result
 
     async def invoke(
-        self, name: Any, input: Any = None, *, persona: Persona, thread_id: int, db: Database
+        self,
+        name: Any,
+        input: Any = None,
+        *,
+        persona: Persona,
+        thread_id: int,
+        db: Database,
+        roots: PathSpace | None = None,
     ) -> SubagentResult:
         """``subagent_invoke``: check, run and return ``{summary, data, usage}``.
 
         Raises:
             :class:`SubagentError`: With a message for the calling model.
         """
-        call = self.prepare(name, input, persona=persona, thread_id=thread_id, db=db)
+        call = self.prepare(name, input, persona=persona, thread_id=thread_id, db=db, roots=roots)
         return await self.execute(call)
 
     # ------------------------------------------------------------ the model

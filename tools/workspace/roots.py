@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from gateway.labels import WORKSPACE_SCOPES, granted_scopes
+from gateway.workspaces import SHARED, WORKSPACE, opened_roots, shared_workspace, thread_workspace
 from tools.base import ToolError
 
 if TYPE_CHECKING:
@@ -65,8 +65,6 @@ __all__ = [
     "thread_workspace",
 ]
 
-WORKSPACE = "/workspace"
-SHARED = "/shared"
 MAX_LINKS = 40
 MAX_PATH_CHARS = 4096
 
@@ -74,19 +72,6 @@ Access = Literal["read", "write"]
 _PREFIX: dict[Access, str] = {"read": "fs.read", "write": "fs.write"}
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _DESCRIBE = {WORKSPACE: "this thread's files", SHARED: "the persona's shared files"}
-
-
-def thread_workspace(settings: Settings, persona: str, thread_id: int) -> Path:
-    """``<data_dir>/workspaces/<persona>/threads/<thread_id>``: ``/workspace`` on the host."""
-    return settings.data_path / "workspaces" / persona / "threads" / str(int(thread_id))
-
-
-def shared_workspace(settings: Settings, persona: Persona) -> Path:
-    """The persona's ``/shared`` on the host: ``workspace.path`` of persona.yaml, else
-    ``<data_dir>/workspaces/<persona>/shared``."""
-    if persona.shared_path is not None:
-        return persona.shared_path
-    return settings.data_path / "workspaces" / persona.name / "shared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,9 +158,7 @@ class WorkspaceRoots:
         cls, settings: Settings, persona: Persona, thread_id: int, access: Access
     ) -> WorkspaceRoots:
         """The roots ``persona`` may ``access`` in ``thread_id``; the directories are created."""
-        names: set[str] = set()
-        for scope in granted_scopes(persona.capabilities, _PREFIX[access]):
-            names.update(WORKSPACE_SCOPES.get(scope, ()))
+        names = opened_roots(persona.capabilities, _PREFIX[access])
         roots = []
         if WORKSPACE in names:
             roots.append(Root(WORKSPACE, _ready(thread_workspace(settings, persona.name, thread_id)), True))
@@ -185,6 +168,16 @@ class WorkspaceRoots:
                 Root(SHARED, _ready(host, create=persona.shared_path is None), not persona.shared_read_only)
             )
         return cls(tuple(roots), access)
+
+    @classmethod
+    def for_subagent(cls, settings: Settings, persona: Persona, thread_id: int) -> WorkspaceRoots:
+        """What a sub-agent invoked from ``thread_id`` may read: that thread's ``/workspace``
+        always, ``/shared`` only when the persona's ``fs.read`` labels open it."""
+        read = cls.for_persona(settings, persona, thread_id, "read")
+        if read.root(WORKSPACE) is not None:
+            return read
+        own = Root(WORKSPACE, _ready(thread_workspace(settings, persona.name, thread_id)), True)
+        return cls((own, *read.roots), "read")
 
     # ------------------------------------------------------------ messages
 
