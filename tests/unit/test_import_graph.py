@@ -340,7 +340,7 @@ def test_the_scan_sees_the_codebase() -> None:
     assert len(MODULES) > 100
     kinds = {e.kind for e in EDGES}
     assert kinds == {"module", "lazy", "type"}
-    assert {"tools.host", "tools.db_query"} <= _specific_tools(MODULES)
+    assert {"tools.host", "tools.host.db_query"} <= _specific_tools(MODULES)
     assert "tools.bridge" not in _specific_tools(MODULES)
 
 

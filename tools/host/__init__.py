@@ -6,11 +6,13 @@ holds the packaged instruction file of each capability prefix, ``<prefix>.md``.
 
 from __future__ import annotations
 
-from tools import db_query, memory_access, schedule_manage
+from tools import schedule_manage
 from tools.base import HostTool
 from tools.host import (
     background_agent,
     channel_send,
+    db_query,
+    memory_access,
     net_http,
     persona_list,
     persona_send,

@@ -18,9 +18,8 @@ from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents import SubagentRunner
 from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.harness import provider_for, write_config
-from tools import memory_access
 from tools.bridge import Bridge
-from tools.host import subagent_invoke
+from tools.host import memory_access, subagent_invoke
 
 PERSONAS = {
     "researcher": {

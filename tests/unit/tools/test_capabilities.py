@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from gateway.labels import KNOWN_LABELS, check, label_problem, may_list
-from tools import db_query
 from tools.base import HostTool
-from tools.host import net_http
+from tools.host import db_query, net_http
 
 
 async def _noop(ctx: Any, args: dict[str, Any]) -> None:

@@ -17,9 +17,9 @@ from gateway.config import Settings
 from gateway.personas import Persona
 from gateway.store import readonly
 from gateway.store.db import Database, open_database
-from tools import db_query
 from tools.base import ToolContext, ToolError
-from tools.sql_guard import prepare_query
+from tools.host import db_query
+from tools.host.sql_guard import prepare_query
 
 # Every row that belongs to someone else carries this marker somewhere in its text columns.
 FOREIGN = "FOREIGN"

@@ -18,8 +18,8 @@ from gateway.config import Settings
 from gateway.personas import Persona
 from gateway.store import readonly
 from gateway.store.db import Database, open_database
-from tools import db_query
 from tools.base import ToolContext, ToolError
+from tools.host import db_query
 
 # A 4-way self-join of this many messages runs for hours unless it is stopped.
 SLOW_ROWS = 300

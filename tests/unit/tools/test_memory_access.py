@@ -13,9 +13,9 @@ import pytest
 
 from gateway.store.db import Database, open_database
 from tests.unit.scheduler.support import add_thread, make_ctx, make_persona
-from tools import memory_access
 from tools.base import ToolContext, ToolError
-from tools.memory_access import MAX_VALUE_BYTES, TOOL
+from tools.host import memory_access
+from tools.host.memory_access import MAX_VALUE_BYTES, TOOL
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """``db_query`` (``db.query:own``): restricted read-only SQL over the caller's own data.
 
-The query is checked and scoped by :mod:`tools.sql_guard`, then run within
+The query is checked and scoped by :mod:`tools.host.sql_guard`, then run within
 :data:`QUERY_TIME_BUDGET` on the store's pool of read-only connections
 (:mod:`gateway.store.readonly`), which may read only the guard's tables and call only its
 functions; this module words what went wrong for the model.
@@ -19,7 +19,7 @@ from gateway.store.readonly import (
     readonly_pool,
 )
 from tools.base import HostTool, ToolContext, ToolError
-from tools.sql_guard import (
+from tools.host.sql_guard import (
     ALLOWED_FUNCTIONS,
     ALLOWED_TABLES,
     DEFAULT_LIMIT,
