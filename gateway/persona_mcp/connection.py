@@ -62,7 +62,10 @@ class McpServerConnection:
         persona (:obj:`str`): The persona's name.
         name (:obj:`str`): The server's name in ``mcp_servers``.
         settings (:obj:`gateway.persona_mcp.settings.McpServerSettings`): Its entry.
-        workspace (:class:`pathlib.Path`): The persona's workspace (a stdio server's cwd and HOME).
+        workspace (:class:`pathlib.Path`): The persona's shared workspace, ``/shared`` of the file
+            tools (a stdio server's cwd and HOME); never a thread's.
+        workspace_writable (:obj:`bool`, optional): Bind it read-write (``workspace.read_only``
+            of persona.yaml makes it read-only).
         log_path (:class:`pathlib.Path`): Where a stdio server's stderr is appended.
         bwrap (:obj:`str`, optional): The bubblewrap binary.
         start_timeout (:obj:`float`, optional): Seconds a start (launch, handshake, tool listing)
@@ -81,6 +84,7 @@ class McpServerConnection:
         settings: McpServerSettings,
         *,
         workspace: Path,
+        workspace_writable: bool = True,
         log_path: Path,
         bwrap: str = DEFAULT_BWRAP,
         start_timeout: float = 30.0,
@@ -92,6 +96,7 @@ class McpServerConnection:
         self.name = name
         self.settings = settings
         self.workspace = workspace
+        self.workspace_writable = workspace_writable
         self.bwrap = bwrap
         self.start_timeout = start_timeout
         self.backoff = backoff
@@ -222,7 +227,13 @@ class McpServerConnection:
             if problem:
                 raise ServerUnavailableError(problem.replace("the servers that use it", self.name))
         try:
-            launch = build_launch(self.settings, self.workspace, server=self.name, bwrap=self.bwrap)
+            launch = build_launch(
+                self.settings,
+                self.workspace,
+                server=self.name,
+                bwrap=self.bwrap,
+                writable=self.workspace_writable,
+            )
         except SandboxError as exc:
             raise ServerUnavailableError(str(exc)) from None
         errlog = files.enter_context(self._log.open())

@@ -21,6 +21,7 @@ from gateway.persona_mcp.settings import (
 )
 from gateway.runtime.agent import ToolOutcome
 from gateway.runtime.model import ToolSpec
+from gateway.workspaces import shared_workspace
 
 if TYPE_CHECKING:
     from gateway.personas import Persona
@@ -30,9 +31,13 @@ __all__ = ["PersonaMcpManager", "workspace_path"]
 log = logging.getLogger("talon.persona_mcp")
 
 
-def workspace_path(settings: Settings, persona: str) -> Path:
-    """``<data_dir>/workspaces/<persona>``: the persona's files, shared with its sandboxed servers."""
-    return settings.data_path / "workspaces" / persona
+def workspace_path(settings: Settings, persona: Persona) -> Path:
+    """The persona's shared workspace (``/shared`` of the file tools): all its servers see.
+
+    A server is one per persona, not per thread, so it never sees ``threads/``: that would
+    hand every thread's files to whatever the server does for any one of them.
+    """
+    return shared_workspace(settings, persona)
 
 
 class PersonaMcpManager:
@@ -81,7 +86,8 @@ class PersonaMcpManager:
                     persona.name,
                     name,
                     entry,
-                    workspace=workspace_path(settings, persona.name),
+                    workspace=workspace_path(settings, persona),
+                    workspace_writable=not persona.shared_read_only,
                     log_path=settings.data_path / "logs" / "mcp" / f"{persona.name}.{name}.log",
                     bwrap=bwrap,
                     start_timeout=start_timeout,

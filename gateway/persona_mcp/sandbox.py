@@ -1,7 +1,9 @@
 """How a stdio MCP server is launched: the command line, its environment, its sandbox.
 
 With ``sandbox: bwrap`` (the default) the server runs under bubblewrap: it sees the system
-directories read-only, the persona's workspace read-write (its working directory and HOME),
+directories read-only, the persona's shared workspace (``/shared`` of the file tools, never a
+thread's workspace) read-write, or read-only with ``workspace.read_only`` (its working
+directory and HOME),
 the Python or other runtime its command lives in read-only, a fresh ``/tmp``, and no network
 unless ``network: true``. With ``sandbox: none`` it runs unconfined.
 
@@ -82,15 +84,21 @@ def base_environment(workspace: Path, extra_path: str | None = None) -> dict[str
 
 
 def build_launch(
-    settings: StdioServerSettings, workspace: Path, *, server: str, bwrap: str = DEFAULT_BWRAP
+    settings: StdioServerSettings,
+    workspace: Path,
+    *,
+    server: str,
+    bwrap: str = DEFAULT_BWRAP,
+    writable: bool = True,
 ) -> LaunchSpec:
     """Turn a stdio server's settings into the program to execute.
 
     Args:
         settings (:class:`gateway.persona_mcp.settings.StdioServerSettings`): The server's entry.
-        workspace (:class:`pathlib.Path`): The persona's workspace; created when missing.
+        workspace (:class:`pathlib.Path`): The persona's shared workspace; created when missing.
         server (:obj:`str`): The server's name, for messages.
         bwrap (:obj:`str`, optional): The bubblewrap binary (a name looked up on PATH, or a path).
+        writable (:obj:`bool`, optional): Bind the workspace read-write (else read-only).
 
     Raises:
         :class:`SandboxError`: bubblewrap is missing, or the command or working directory is.
@@ -109,7 +117,7 @@ def build_launch(
     bwrap_path = find_bwrap(bwrap)
     if bwrap_path is None:
         raise SandboxError(_missing(bwrap, server))
-    args = _bwrap_args(settings, workspace, cwd, roots, env)
+    args = _bwrap_args(settings, Mount(str(workspace), str(workspace), writable), cwd, roots, env)
     return LaunchSpec(bwrap_path, (*args, "--", command, *settings.args), env, cwd, sandboxed=True)
 
 
@@ -140,11 +148,11 @@ def _unconfined(command: str, args: list[str], env: dict[str, str]) -> tuple[str
 
 
 def _bwrap_args(
-    settings: StdioServerSettings, workspace: Path, cwd: Path, roots: list[str], env: dict[str, str]
+    settings: StdioServerSettings, workspace: Mount, cwd: Path, roots: list[str], env: dict[str, str]
 ) -> list[str]:
     # The MCP client adds a few of the daemon's own variables; take them out again.
     spec = SandboxSpec(
-        mounts=(Mount(str(workspace), str(workspace)),),
+        mounts=(workspace,),
         cwd=str(cwd),
         network=settings.network,
         read_only_paths=(*roots, *settings.read_only_paths),
@@ -182,7 +190,7 @@ def _runtime_roots(command: str) -> list[str]:
 
 def _overlaps(root: str, workspace: Path) -> bool:
     """A root inside the workspace is already visible; one around it would expose its
-    siblings (other personas' workspaces, the database)."""
+    siblings (the threads' workspaces, other personas', the database)."""
     path = Path(root)
     return path == workspace or path in workspace.parents or workspace in path.parents
 

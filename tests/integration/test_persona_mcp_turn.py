@@ -31,7 +31,7 @@ async def test_a_persona_calls_its_own_mcp_server_in_a_turn(tmp_path: Path) -> N
             return Reply(tool_calls=[Call("echo__echo", {"text": "ping through mcp"})])
         return Reply(text=f"server said: {result}")
 
-    workspace = tmp_path / "data" / "workspaces" / "assistant"
+    workspace = tmp_path / "data" / "workspaces" / "assistant" / "shared"  # the servers see /shared
     workspace.mkdir(parents=True)
     shutil.copy(ECHO_SERVER, workspace / "echo_server.py")
     async with FakeAnthropic(responder=respond) as fake:

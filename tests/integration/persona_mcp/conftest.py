@@ -35,13 +35,10 @@ def echo_entry(**overrides: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def make_persona(settings: Settings) -> Callable[..., Persona]:
-    """A persona named ``name`` with ``servers``; its workspace holds the echo server script."""
+    """A persona named ``name`` with ``servers``; its shared workspace holds the echo server script."""
 
     def make(servers: dict[str, Any], name: str = "alice") -> Persona:
-        workspace = workspace_path(settings, name)
-        workspace.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ECHO_SERVER, workspace / SCRIPT)
-        return Persona(
+        persona = Persona(
             name=name,
             provider="offline",
             model="m",
@@ -51,6 +48,10 @@ def make_persona(settings: Settings) -> Callable[..., Persona]:
             path=settings.config_dir / "personas" / name,
             mcp_servers=servers,
         )
+        workspace = workspace_path(settings, persona)
+        workspace.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ECHO_SERVER, workspace / SCRIPT)
+        return persona
 
     return make
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,8 @@ from gateway.config import Settings
 from gateway.persona_mcp import PersonaMcpManager, workspace_path
 from gateway.personas import Persona
 from gateway.runtime.agent import ToolOutcome
-from tests.integration.persona_mcp.conftest import echo_entry, requires_bwrap
+from gateway.workspaces import shared_workspace, thread_workspace
+from tests.integration.persona_mcp.conftest import ECHO_SERVER, SCRIPT, echo_entry, requires_bwrap
 
 SECRET = "s3cr3t-daemon-token"
 
@@ -49,11 +52,10 @@ async def test_sandboxed_server_sees_only_its_workspace_and_environment(
     outside = tmp_path / "outside" / "notes.txt"
     outside.parent.mkdir()
     outside.write_text("private", encoding="utf-8")
-    workspace = workspace_path(settings, "alice")
-    (workspace / "shared.txt").parent.mkdir(parents=True, exist_ok=True)
-    (workspace / "shared.txt").write_text("for the server", encoding="utf-8")
     monkeypatch.setenv("TALON_TEST_SECRET", SECRET)
     persona = make_persona({"jail": echo_entry(env={"GREETING": "hi"})})
+    workspace = workspace_path(settings, persona)
+    (workspace / "shared.txt").write_text("for the server", encoding="utf-8")
     manager = make_manager(persona)
 
     async def call(tool: str, **args: object) -> ToolOutcome:
@@ -111,5 +113,53 @@ async def test_unsandboxed_server_also_gets_only_its_environment(
     assert SECRET not in outcome.content
     env = env_of(outcome)
     assert set(env) == {"GREETING", "HOME", "LANG", "PATH"}
-    assert env["HOME"] == str(workspace_path(settings, "alice"))
+    assert env["HOME"] == str(workspace_path(settings, persona))
     assert await manager.call(persona, "open__cwd", {}) == ToolOutcome(env["HOME"])
+
+
+@requires_bwrap
+async def test_sandboxed_server_sees_no_thread_workspace(
+    settings: Settings, make_persona: Callable[..., Persona], make_manager: Callable[..., PersonaMcpManager]
+) -> None:
+    """One server serves every thread of its persona, so it gets /shared's folder and never
+    ``threads/``, where each thread's files are."""
+    persona = make_persona({"jail": echo_entry()})
+    threads = settings.data_path / "workspaces" / "alice" / "threads"
+    secret = thread_workspace(settings, "alice", 7) / "contract.txt"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("thread seven's contract", encoding="utf-8")
+    manager = make_manager(persona)
+
+    async def call(tool: str, **args: object) -> ToolOutcome:
+        return await manager.call(persona, f"jail__{tool}", dict(args))
+
+    assert await call("cwd") == ToolOutcome(str(shared_workspace(settings, persona)))
+    for path in (str(secret), "../threads/7/contract.txt", str(threads)):
+        seen = await call("read_file", path=path)
+        assert seen.is_error and "No such file or directory" in seen.content, path
+    made = await call("write_file", path="../threads/7/planted.txt", text="x")
+    assert made.is_error
+    assert not (secret.parent / "planted.txt").exists()
+
+
+@requires_bwrap
+async def test_a_read_only_shared_workspace_is_read_only_for_the_server(
+    tmp_path: Path,
+    settings: Settings,
+    make_persona: Callable[..., Persona],
+    make_manager: Callable[..., PersonaMcpManager],
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README").write_text("the operator's checkout", encoding="utf-8")
+    persona = replace(make_persona({"jail": echo_entry()}), shared_path=repo, shared_read_only=True)
+    shutil.copy(ECHO_SERVER, repo / SCRIPT)
+    manager = make_manager(persona)
+
+    async def call(tool: str, **args: object) -> ToolOutcome:
+        return await manager.call(persona, f"jail__{tool}", dict(args))
+
+    assert await call("read_file", path="README") == ToolOutcome("the operator's checkout")
+    written = await call("write_file", path="new.txt", text="x")
+    assert written.is_error and "Read-only file system" in written.content
+    assert not (repo / "new.txt").exists()

@@ -108,7 +108,7 @@ async def test_stop_ends_every_server_process(
     manager = make_manager(persona)
     await manager.start()
     assert await manager.specs(persona)
-    workspace = workspace_path(settings, "alice")
+    workspace = workspace_path(settings, persona)
     assert processes_in(workspace)
 
     await manager.stop()
@@ -139,7 +139,7 @@ async def test_missing_bubblewrap_refuses_to_start_unconfined(
         f"MCP server echo failed to start: bubblewrap ({missing}) is not installed; "
         "install it or set sandbox: none for echo"
     )
-    assert processes_in(workspace_path(settings, "alice")) == []
+    assert processes_in(workspace_path(settings, persona)) == []
     assert sandbox_problem(missing) == (
         f"bubblewrap ({missing}) is not installed; install it or set sandbox: none for the servers that use it"
     )
