@@ -1,5 +1,8 @@
+"""``python -m gateway.cli``: the ``talon`` command."""
+
 import sys
 
 from gateway.cli.app import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from gateway.config import DEFAULT_CONFIG, Settings, embedded_defaults_in_use, load_settings
+from gateway.errors import RefusedError
 
 __all__ = [
     "EXIT_CONFIG",
@@ -28,8 +29,8 @@ EXIT_CONFIG = 2
 T = TypeVar("T")
 
 
-class CommandError(Exception):
-    """A failure to report in one line (``talon: ...``) and exit with ``code``."""
+class CommandError(RefusedError):
+    """The command cannot go on; reported in one line (``talon: ...``), exit ``code``."""
 
     def __init__(self, message: str, code: int = EXIT_FAIL):
         super().__init__(message)

@@ -14,6 +14,7 @@ import pytest
 from connectors.base import ConnectorStartError
 from connectors.slack.receiver import IntakeFailedError
 from gateway.chat_cli import ChatFailedError
+from gateway.cli.common import CommandError
 from gateway.control_client import DaemonNotRunningError
 from gateway.data_dir import AlreadyRunningError
 from gateway.delegation import DelegationError
@@ -48,6 +49,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     BridgeAuthError: RefusedError,
     BridgeRequestError: RefusedError,
     ChatFailedError: RefusedError,
+    CommandError: RefusedError,
     DelegationError: RefusedError,
     JSONInputError: RefusedError,
     NotifyError: RefusedError,
