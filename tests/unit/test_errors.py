@@ -40,6 +40,7 @@ from tools.bridge import BridgeAuthError
 from tools.bridge_client import BridgeRequestError, BridgeUnavailableError
 from tools.mcp_server import SessionRefusedError
 
+from tools.workspace.image_format import ImageFormatError
 PACKAGES = ("gateway", "connectors", "tools")
 BRANCHES = (ConfigError, RefusedError, TransientError, PlatformError)
 
@@ -51,6 +52,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     ChatFailedError: RefusedError,
     CommandError: RefusedError,
     DelegationError: RefusedError,
+    ImageFormatError: RefusedError,
     JSONInputError: RefusedError,
     NotifyError: RefusedError,
     OutputError: RefusedError,

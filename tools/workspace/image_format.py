@@ -15,6 +15,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from gateway.errors import RefusedError
+
 __all__ = ["KINDS", "ImageFormatError", "ImageInfo", "inspect", "sniff"]
 
 KINDS = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
@@ -23,7 +25,7 @@ _PNG = b"\x89PNG\r\n\x1a\n"
 _SOF = frozenset({0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF})
 
 
-class ImageFormatError(ValueError):
+class ImageFormatError(RefusedError):
     """The bytes are not a well-formed image of a supported kind; the message says how."""
 
 
