@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gateway.errors import RefusedError
 from gateway.store.outbox import OutboxFile
 
 __all__ = ["FileSource", "FileSpool", "FileTooLargeError"]
@@ -47,8 +48,8 @@ class FileSource:
     shown: str
 
 
-class FileTooLargeError(ValueError):
-    """The file grew past the limit while it was being copied."""
+class FileTooLargeError(RefusedError):
+    """The file grew past the limit while it was being copied (the poster words the refusal)."""
 
     def __init__(self, size: int, limit: int):
         super().__init__(f"grew past {limit} bytes while it was being copied")

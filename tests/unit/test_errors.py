@@ -22,6 +22,7 @@ from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError,
 from gateway.host_tools import SessionError
 from gateway.intake import ShuttingDownError
 from gateway.jsonsafe import JSONInputError
+from gateway.outbox_spool import FileTooLargeError
 from gateway.persona_mcp.connection import ServerUnavailableError
 from gateway.persona_mcp.sandbox import SandboxError
 from gateway.poster import NotifyError
@@ -47,6 +48,7 @@ BRANCHES = (ConfigError, RefusedError, TransientError, PlatformError)
 BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SandboxError: ConfigError,
     AlreadyRunningError: RefusedError,
+    FileTooLargeError: RefusedError,
     BridgeAuthError: RefusedError,
     BridgeRequestError: RefusedError,
     ChatFailedError: RefusedError,
