@@ -1,8 +1,9 @@
 """The wiring: :func:`build_components` creates the parts, :class:`Gateway` starts and stops them.
 
 Start: lock the data dir -> database (migrations) -> providers -> outbox recovery ->
-host tools' bridge -> queue -> scheduler -> connectors (each may fail alone; one that failed
-for now is retried in the background) -> control socket -> persona MCP servers -> ready.
+inbound files left in staging moved into their workspaces -> host tools' bridge -> queue ->
+scheduler -> connectors (each may fail alone; one that failed for now is retried in the
+background) -> control socket -> persona MCP servers -> ready.
 Stop: no new intake or control connections -> scheduler -> channel retries -> running turns get the grace
 period -> summarizer, persona MCP servers, host tools -> outbox flush -> control socket ->
 connectors -> providers -> database -> unlock.
@@ -172,6 +173,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         limits=IntakeLimits(files, channel_limits(settings.channels)),
         on_queued=queue.notify,
         notice=poster.notice,
+        data_path=settings.data_path,
     )
     intake = Intake(pipeline, ChatCommands(db, cancel=queue.cancel, notice=poster.notice))
     channels = ChannelSupervisor(connectors, intake, settings.channel_retry.backoff)
@@ -266,6 +268,7 @@ class Gateway:
 
     async def _start_parts(self, c: Components) -> None:
         await c.outbox.recover()
+        await c.pipeline.recover()  # before the queue: a turn must find its inbound files in place
         await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await c.queue.start()
         self._scheduler_task = asyncio.create_task(c.scheduler.run(self._stopped), name="scheduler")

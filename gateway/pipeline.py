@@ -8,6 +8,10 @@ Before the commit the channel's intake limits apply (:mod:`gateway.intake_limits
 text is cut (the full text saved first), and a message over the chat's rate is stored
 with a queue item that becomes due later, so it joins the next turn instead of starting
 one of its own.
+
+A routed message's files move from the staging folder into its thread's workspace
+(:mod:`gateway.inbound_files`) right after the commit and before its turn is due;
+:meth:`Pipeline.recover` finishes moves a stop or crash interrupted.
 """
 
 from __future__ import annotations
@@ -20,17 +24,21 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
+from gateway import inbound_files
 from gateway.commands import command_of
 from gateway.config import Binding
 from gateway.intake_documents import with_excerpts
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
 from gateway.store.db import Database
-from gateway.store.messages import add_message, record_event
+from gateway.store.messages import add_message, messages_with_staged_files, record_event, set_attachments
 from gateway.store.queue import enqueue_message, take_deferred_along
 from gateway.store.threads import upsert_thread
+from gateway.workspaces import thread_folder
 
 log = logging.getLogger("talon.pipeline")
 
@@ -62,6 +70,8 @@ class Pipeline:
     """Args:
     limits: the channels' intake limits; the defaults, with full texts under the
         database's ``files`` folder, when not given.
+    data_path: the data dir, whose ``workspaces`` hold the threads' files (default: the
+        database's folder).
     on_queued: work for a thread is due now.
     notice: posts the slow-down notice; without one it is only logged.
     """
@@ -74,10 +84,12 @@ class Pipeline:
         limits: IntakeLimits | None = None,
         on_queued: Callable[[int], None] = lambda thread_id: None,
         notice: Notice | None = None,
+        data_path: Path | None = None,
     ):
         self.db = db
         self.bindings = bindings
         self.limits = limits or IntakeLimits(db.path.parent / "files")
+        self.data_path = data_path or db.path.parent
         self.on_queued = on_queued
         self.notice = notice
         self._wakes: dict[tuple[int, float], asyncio.TimerHandle] = {}
@@ -95,6 +107,8 @@ class Pipeline:
         if self.limits.too_long(event):
             event = await self.limits.cut(event)
         event = await with_excerpts(event)
+        if persona is not None and event.attachments:
+            await asyncio.to_thread(inbound_files.sync_staged, [a.path for a in event.attachments])
         pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
         # Concurrent events share commits (Database.run_transaction groups them), each in
         # its own savepoint, so one bad event fails alone.
@@ -102,7 +116,13 @@ class Pipeline:
         row = await self.db.run_transaction(partial(_commit_event, intake))
         if row is None:
             return IntakeResult(IntakeStatus.DUPLICATE)
-        thread_id, message_id = row
+        thread_id, message_id, staged = row
+        if staged is not None and persona is not None:
+            try:
+                await self._place(message_id, thread_id, persona, staged)
+            except Exception:
+                # Committed either way; the next start's recover() finishes the move.
+                log.warning("could not move inbound files yet", exc_info=True, extra={"thread_id": thread_id})
         if pace.deferred:
             self._wake_at(thread_id, pace.available_at)
             notice = self.limits.notice(event, pace, time.time())
@@ -116,6 +136,25 @@ class Pipeline:
                 extra={"channel": event.channel, "chat": key.chat_id, "thread_id": thread_id},
             )
         return IntakeResult(status, thread_id, message_id)
+
+    async def recover(self) -> int:
+        """Finish moving the files of messages committed before a stop or crash (call at
+        start, before turns run); returns how many messages had some."""
+        pending = await self.db.read(messages_with_staged_files)
+        for item in pending:
+            await self._place(item.message_id, item.thread_id, item.persona, json.loads(item.attachments))
+        if pending:
+            log.info("moved the inbound files of %d messages into their workspaces", len(pending))
+        return len(pending)
+
+    async def _place(
+        self, message_id: int, thread_id: int, persona: str, entries: list[dict[str, Any]]
+    ) -> None:
+        folder = thread_folder(self.data_path, persona, thread_id)
+        placed = await asyncio.to_thread(inbound_files.place, folder, entries)
+        await self.db.run_transaction(
+            partial(set_attachments, message_id=message_id, attachments=json.dumps(placed))
+        )
 
     def _wake_at(self, thread_id: int, at: float) -> None:
         """Hand the thread to the queue when its deferred messages are due (the queue is
@@ -154,8 +193,11 @@ class _Intake:
     pace: Pace
 
 
-def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] | None:
-    """One event's rows (runs on the database thread). None for a duplicate."""
+def _commit_event(
+    intake: _Intake, conn: sqlite3.Connection
+) -> tuple[int, int, list[dict[str, Any]] | None] | None:
+    """One event's rows (runs on the database thread): thread, message and the files to move
+    into the thread's workspace (None when there are none). None for a duplicate."""
     event, persona, status, command = intake.event, intake.persona, intake.status, intake.command
     pace = intake.pace
     key = event.thread_key
@@ -178,10 +220,14 @@ def _commit_event(intake: _Intake, conn: sqlite3.Connection) -> tuple[int, int] 
         attachments=attachments,
         event_id=event.event_id,
     )
+    staged = None
+    if attachments is not None and persona is not None:
+        staged = inbound_files.plan([asdict(a) for a in event.attachments], message_id)
+        set_attachments(conn, message_id, json.dumps(staged))
     if status is IntakeStatus.ACCEPTED:
         if pace.catch_up:
             # This message starts a turn anyway: messages deferred by the rate (never
             # leased, so not retries in backoff) ride along instead of waiting ahead of it.
             take_deferred_along(conn, thread_id, now)
         enqueue_message(conn, thread_id, message_id, available_at=pace.due(now), now=now)
-    return thread_id, message_id
+    return thread_id, message_id, staged

@@ -106,9 +106,14 @@ def _render_row(row: MessageRow, show_names: bool) -> str:
     out = text
     if attachments:
         files = json.loads(attachments)
-        out += "\n[attachments: " + ", ".join(f"{a['name']} ({a['path']})" for a in files) + "]"
+        # path: /workspace/inbox/... for a routed message's files (read_file takes it as is).
+        out += (
+            "\n[attachments: " + ", ".join(f"{a['name']} ({a['path'] or a.get('note')})" for a in files) + "]"
+        )
         for a in files:
-            if a.get("excerpt"):
+            if a.get("excerpt") and a["path"]:
                 kind = a.get("mime_type") or a["name"].rsplit(".", 1)[-1]
-                out += f"\n[document {a['path']} ({kind}, {a.get('size', 0):,} bytes) begins:]\n{a['excerpt']}"
+                out += (
+                    f"\n[document {a['path']} ({kind}, {a.get('size', 0):,} bytes) begins:]\n{a['excerpt']}"
+                )
     return f"[{name}] {out}" if name and show_names else out

@@ -13,12 +13,15 @@ from typing import Literal
 
 __all__ = [
     "MessageRow",
+    "PendingFiles",
     "Role",
     "add_message",
     "messages_after",
+    "messages_with_staged_files",
     "newest_messages",
     "platform_message_id",
     "record_event",
+    "set_attachments",
 ]
 
 Role = Literal["user", "assistant", "system"]
@@ -133,3 +136,38 @@ def messages_after(conn: sqlite3.Connection, thread_id: int, *, after: int, limi
         (thread_id, after, limit),
     ).fetchall()
     return [MessageRow(*row) for row in rows]
+
+
+def set_attachments(conn: sqlite3.Connection, message_id: int, attachments: str | None) -> None:
+    """Replace a message's JSON list of files (intake moving them into the thread's workspace)."""
+    conn.execute("UPDATE messages SET attachments = ? WHERE id = ?", (attachments, message_id))
+
+
+@dataclass(frozen=True, slots=True)
+class PendingFiles:
+    """A message whose files were committed but not yet all moved into its thread's workspace.
+
+    Attributes:
+        message_id (:obj:`int`): The message.
+        thread_id (:obj:`int`): Its thread.
+        persona (:obj:`str`): The persona it was routed to (whose workspace holds the thread's).
+        attachments (:obj:`str`): Its JSON list of files.
+    """
+
+    message_id: int
+    thread_id: int
+    persona: str
+    attachments: str
+
+
+def messages_with_staged_files(conn: sqlite3.Connection) -> list[PendingFiles]:
+    """Messages with an attachment still marked ``staged`` (read once at start, to finish
+    moves a stop or crash interrupted)."""
+    # instr() is only a first cut (the caller reads the JSON); a quoted "staged" inside a
+    # JSON string value is escaped, so only the key matches.
+    rows = conn.execute(
+        "SELECT id, thread_id, persona, attachments FROM messages "
+        "WHERE attachments IS NOT NULL AND persona IS NOT NULL AND instr(attachments, '\"staged\"') > 0 "
+        "ORDER BY id"
+    ).fetchall()
+    return [PendingFiles(*row) for row in rows]

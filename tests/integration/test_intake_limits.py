@@ -99,7 +99,9 @@ async def test_a_5_mb_message_reaches_the_model_cut_with_the_full_text_attached(
         fake.inject_message(USER, original, user_id=USER, first_name="Ada")
         (reply,) = await fake.wait_for_sent(USER, 1, timeout=30)
 
-        (row,) = await gw.components.db.fetchall("SELECT text, attachments FROM messages WHERE role = 'user'")
+        (row,) = await gw.components.db.fetchall(
+            "SELECT id, thread_id, text, attachments FROM messages WHERE role = 'user'"
+        )
 
     (request,) = persona_runs(model)
     seen = last_user_text(request)
@@ -108,11 +110,12 @@ async def test_a_5_mb_message_reaches_the_model_cut_with_the_full_text_attached(
     assert len(seen) < 20_500
     [attachment] = json.loads(row["attachments"])
     assert f"The full text is attached as {attachment['name']}" in seen
-    assert contents(attachment["path"]) == original
-    # Beside the channel's other inbound files, and the only copy there.
-    folder = Path(attachment["path"]).parent
-    assert folder == tmp_path / "data" / "files" / CHANNEL / str(USER)
-    assert [p.name for p in folder.iterdir()] == [attachment["name"]]
+    # In the thread's workspace, where read_file finds it, and the only copy.
+    assert attachment["path"] == f"/workspace/inbox/{row['id']}/{attachment['name']}"
+    workspace = tmp_path / "data" / "workspaces" / "assistant" / "threads" / str(row["thread_id"])
+    assert contents(str(workspace / "inbox" / str(row["id"]) / attachment["name"])) == original
+    staging = tmp_path / "data" / "files" / CHANNEL / str(USER)
+    assert list(staging.iterdir()) == []
     assert seen.startswith(row["text"])
     assert attachment["path"] in seen  # the model is told where the full text is
     assert reply.text.startswith("seen: ")

@@ -81,6 +81,7 @@ async def test_an_inbound_document_is_extracted_when_it_arrives(tmp_path: Path) 
     inbox.mkdir()
     document = inbox / "minutes.pdf"
     document.write_bytes(make_pdf(["Decision: the budget is approved."]))
+    size = document.stat().st_size
     async with FakeAnthropic(responder=lambda body: Reply(text="read it")) as fake:
         config = write_config(tmp_path, provider=provider_for(fake))
         async with running_gateway(config) as gw:
@@ -93,18 +94,19 @@ async def test_an_inbound_document_is_extracted_when_it_arrives(tmp_path: Path) 
                 chat_type="dm",
                 sender=Sender(id="local:ann", display_name="ann"),
                 text="what does this PDF say?",
-                attachments=(
-                    Attachment("minutes.pdf", str(document), "application/pdf", document.stat().st_size),
-                ),
+                attachments=(Attachment("minutes.pdf", str(document), "application/pdf", size),),
             )
-            await gw.components.intake(event)
+            result = await gw.components.intake(event)
             for _ in range(200):
                 if fake.requests:
                     break
                 await asyncio.sleep(0.05)
         prompt = _texts(fake.requests[0]["messages"])
     assert "Decision: the budget is approved." in prompt
-    assert f"[document {document} (application/pdf, {document.stat().st_size:,} bytes) begins:]" in prompt
+    # Moved into the thread's workspace; the model is shown the path the file tools take.
+    shown = f"/workspace/inbox/{result.message_id}/minutes.pdf"
+    assert f"[document {shown} (application/pdf, {size:,} bytes) begins:]" in prompt
+    assert not document.exists()
 
 
 def _texts(messages: list[dict[str, Any]]) -> str:

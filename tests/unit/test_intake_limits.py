@@ -19,6 +19,7 @@ from gateway.intake_rate import RateLimiter
 from gateway.intake_text import cut_long_text, full_text_path
 from gateway.pipeline import Bindings, Pipeline
 from gateway.store.db import Database, open_database
+from gateway.workspaces import thread_folder
 
 RATE = RateLimitSettings(per_user=10, per_chat=30, window=60)
 GROUP = ThreadKey("tg", "-100")
@@ -234,9 +235,10 @@ async def test_a_redelivered_long_message_is_one_message_and_one_file(db: Databa
     (row,) = await db.fetchall("SELECT text, attachments FROM messages WHERE id = ?", (first.message_id,))
     assert len(row["text"]) < 20_200 and row["text"].startswith(original[:20_000])
     [attachment] = json.loads(row["attachments"])
-    folder = Path(attachment["path"]).parent
+    assert attachment["path"] == f"/workspace/inbox/{first.message_id}/message-77.txt"
+    folder = thread_folder(tmp_path, "p", first.thread_id or 0) / "inbox" / str(first.message_id)
     assert [p.name for p in folder.iterdir()] == ["message-77.txt"]
-    assert contents(attachment["path"]) == original
+    assert contents(str(folder / "message-77.txt")) == original
     assert (await db.fetchone("SELECT COUNT(*) AS n FROM messages"))["n"] == 1
 
 
