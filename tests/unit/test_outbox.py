@@ -88,8 +88,8 @@ async def test_a_connector_that_always_raises_ends_failed_not_unknown(db: Databa
     thread_id = await _queue_reply(db, ["only"])
     outbox.notify(thread_id)
     async with asyncio.timeout(10):
-        while (await _statuses(db)) != ["failed"]:
-            assert (await _statuses(db))[0] in ("pending", "sending"), await _statuses(db)
+        while (statuses := await _statuses(db)) != ["failed"]:
+            assert statuses[0] in ("pending", "sending"), statuses
             await asyncio.sleep(0.01)
     await outbox.close()
     row = await db.fetchone("SELECT attempts, error FROM outbox")
