@@ -620,6 +620,7 @@ def _last_match(pattern: re.Pattern[str], text: str, low: int, high: int, total:
 
     Searches ever longer stretches back from ``high``, so the cost follows the distance
     to the match rather than the length of the text."""
+    high = min(high, len(text))  # no match starts past the end: search back from there
     stop = min(len(text), high + 2)  # one character past ``high`` for a lookahead
     floor = max(low - 1, 0)
     begin = max(high - _SEARCH_BACK, floor)
