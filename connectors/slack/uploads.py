@@ -28,15 +28,14 @@ async def upload_file(
     thread_ts = item.thread.topic
     if thread_ts is None and item.reply_to and not channel.startswith("D"):
         thread_ts = item.reply_to
-    data = await asyncio.to_thread(Path(item.path).read_bytes)
     try:
-        ticket = await client.files_getUploadURLExternal(filename=item.name, length=len(data))
+        ticket = await client.files_getUploadURLExternal(filename=item.name, length=item.size)
         upload_url, file_id = ticket.get("upload_url"), ticket.get("file_id")
         if not isinstance(upload_url, str) or not isinstance(file_id, str):
             return SendResult.failed(
                 ErrorClass.TRANSIENT, "slack: files.getUploadURLExternal gave no upload_url"
             )
-        status = await _post_bytes(session, upload_url, data, timeout)
+        status = await _post_file(session, upload_url, Path(item.path), timeout)
     except SEND_ERRORS as exc:
         return _nothing_shared(classify_send_error(exc))
     if status != 200:
@@ -53,10 +52,15 @@ async def upload_file(
     return SendResult.sent(str(shared))
 
 
-async def _post_bytes(session: aiohttp.ClientSession, url: str, data: bytes, timeout: float) -> int:
-    async with session.post(url, data=data, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
-        await resp.read()
-        return resp.status
+async def _post_file(session: aiohttp.ClientSession, url: str, path: Path, timeout: float) -> int:
+    # aiohttp streams an open file in chunks, so a large upload never sits in memory whole.
+    stream = await asyncio.to_thread(path.open, "rb")
+    try:
+        async with session.post(url, data=stream, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+            await resp.read()
+            return resp.status
+    finally:
+        stream.close()
 
 
 def _nothing_shared(result: SendResult) -> SendResult:
