@@ -35,6 +35,11 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "json_query": {"path": "/workspace/no-such.json", "query": ".name"},
     "edit_file": {"file_path": "/workspace/no-such-file.txt", "old_string": "a", "new_string": "b"},
     "patch_apply": {"changes": [{"path": "/workspace/matrix.txt", "content": "x"}], "dry_run": True},
+    "extract_document": {"file_path": "/workspace/no-such.pdf"},
+    "view_image": {"file_path": "/workspace/no-such.png"},
+    "git_read": {"subcommand": "status"},
+    "bash": {"command": "true", "timeout_ms": 10000},
+    "wait_for": {"type": "file", "path": "/workspace/no-such-file.txt", "timeout_ms": 200},
 }
 TOOLS = registry.all_tools()
 
