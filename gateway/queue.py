@@ -98,6 +98,8 @@ class TurnQueue:
         self._stopping = False
         self._dispatcher: asyncio.Task[None] | None = None
         self._parked = 0
+        self._in_turn: set[int] = set()  # threads whose turn is inside handler.run
+        self._stop_next: set[int] = set()  # /stop arrived while the thread's turn was starting
         self._crashes: dict[int, int] = {}  # a thread's failed leases in a row
         self._bugs: dict[int, str] = {}  # first item id -> the internal error its last attempt hit
 
@@ -173,11 +175,20 @@ class TurnQueue:
         return task is not None and not task.done()
 
     def cancel(self, thread_id: int) -> bool:
-        """``/stop``: cancel the thread's running turn. True when one was running."""
+        """``/stop``: cancel the thread's running turn. True when one was running.
+
+        Only a turn inside ``handler.run`` is cancelled at once. A worker that is still
+        leasing must not be: its lease may commit on the database thread after the task was
+        cancelled, which would leave the items leased with nobody to run them. That turn is
+        ended as cancelled as soon as its lease is in hand.
+        """
         task = self._running.get(thread_id)
         if task is None or task.done():
             return False
-        task.cancel(msg="stop")
+        if thread_id in self._in_turn:
+            task.cancel(msg="stop")
+        else:
+            self._stop_next.add(thread_id)
         return True
 
     @contextmanager
@@ -235,6 +246,7 @@ class TurnQueue:
             self._notify_at(thread_id, delay)
         finally:
             self._running.pop(thread_id, None)
+            self._stop_next.discard(thread_id)
             self._wake.set()  # a worker slot is free
 
     async def _lease(self, thread_id: int) -> tuple[Batch, Any] | float | None:
@@ -246,8 +258,16 @@ class TurnQueue:
 
     async def _run(self, batch: Batch, begun: Any) -> None:
         bug_before = self._bugs.pop(batch.items[0].id, None)
+        if batch.thread_id in self._stop_next:
+            self._stop_next.discard(batch.thread_id)
+            await self._stopped(batch)
+            return
         try:
-            await self.handler.run(batch, begun)
+            self._in_turn.add(batch.thread_id)
+            try:
+                await self.handler.run(batch, begun)
+            finally:
+                self._in_turn.discard(batch.thread_id)  # from here on /stop waits for the next turn
         except asyncio.CancelledError as exc:
             if self._stopping and exc.args != ("stop",):
                 await self._release(batch)
@@ -255,8 +275,7 @@ class TurnQueue:
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()  # /stop ends this turn only; the worker carries on
-            await self._end(batch, "canceled", "stopped by /stop")
-            await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
+            await self._stopped(batch)
             return
         except ProviderError as exc:
             await self._failed(batch, exc, str(exc), transient=exc.transient, retry_after=exc.retry_after)
@@ -272,6 +291,10 @@ class TurnQueue:
                 await self._failed(batch, exc, f"database busy: {exc}", transient=True)
             else:
                 await self._bug(batch, exc, bug_before)
+
+    async def _stopped(self, batch: Batch) -> None:
+        await self._end(batch, "canceled", "stopped by /stop")
+        await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
 
     async def _bug(self, batch: Batch, exc: Exception, before: str | None) -> None:
         """``exc`` is a bug in turn code: one more try unless the last one hit it too."""

@@ -98,3 +98,68 @@ async def test_work_pending_behind_a_batch_runs_without_new_notice(db: Database)
     finally:
         await queue.stop(grace=1)
     assert [b.ids for b in batches] == [(schedule_id,), (message_id,)]
+
+
+class SlowStart(TurnHandler):
+    """Its ``begin`` takes a while on the database thread, as a lease under load does."""
+
+    def __init__(self, db: Database):
+        self.db = db
+        self.started = asyncio.Event()
+        self.ran: list[Batch] = []
+        self.stopped: list[Batch] = []
+        self.loop = asyncio.get_running_loop()
+
+    def begin(self, conn: sqlite3.Connection, batch: Batch) -> Any:
+        self.loop.call_soon_threadsafe(self.started.set)
+        time.sleep(0.3)
+        return None
+
+    async def run(self, batch: Batch, begun: Any) -> None:
+        self.ran.append(batch)
+        await self.db.run_transaction(lambda conn: complete_in(conn, batch, None))
+
+    async def gave_up(
+        self, batch: Batch, error: str, *, canceled: bool, failure: BaseException | None = None
+    ) -> None:
+        if canceled:
+            self.stopped.append(batch)
+
+
+async def test_stop_while_the_turn_is_being_leased_ends_that_turn_and_leaves_nothing_stuck(
+    db: Database,
+) -> None:
+    handler = SlowStart(db)
+    queue = TurnQueue(db, QueueSettings(backoff_base=0.01), handler)
+    await queue.start()
+    try:
+        thread_id, item_id = await enqueue(db)
+        queue.notify(thread_id)
+        async with asyncio.timeout(10):
+            await handler.started.wait()
+            assert queue.cancel(thread_id)  # the lease is still on the database thread
+            while queue.busy(thread_id):
+                await asyncio.sleep(0.01)
+        rows = await db.fetchall("SELECT status FROM queue_items WHERE id = ?", (item_id,))
+        assert rows[0]["status"] == "canceled"
+        assert [b.ids for b in handler.stopped] == [(item_id,)]
+        assert handler.ran == []
+
+        # The stop was for that turn only: the thread's next message is answered.
+        def insert(conn: sqlite3.Connection) -> int:
+            now = time.time()
+            (next_id,) = conn.execute(
+                "INSERT INTO queue_items (thread_id, available_at, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?) RETURNING id",
+                (thread_id, now, now, now),
+            ).fetchone()
+            return int(next_id)
+
+        next_id = await db.run_transaction(insert)
+        queue.notify(thread_id)
+        async with asyncio.timeout(10):
+            while not handler.ran:
+                await asyncio.sleep(0.01)
+        assert handler.ran[0].ids == (next_id,)
+    finally:
+        await queue.stop(grace=1)
