@@ -2,7 +2,7 @@
 
 Blocks are measured as rendered for the platform (in UTF-16 code units) and packed
 greedily, joined by a blank line. A block that does not fit into an empty message is
-cut (:mod:`connectors.render.split`): each head gets a message of its own, and the rest
+cut (:mod:`connectors.render.split`, :mod:`connectors.render.text_cursors`): each head gets a message of its own, and the rest
 goes on like any other block once it fits. A block the splitter cannot cut is cut as
 plain text. Each block is rendered once, and one whose lower bound
 (:mod:`connectors.render.bounds`) is already over the limit is not rendered whole at all.
@@ -23,11 +23,13 @@ from dataclasses import replace
 from connectors.base import RenderedChunk
 from connectors.render.base import Renderer
 from connectors.render.bounds import lower_bound
+from connectors.render.cursor import Cursor
 from connectors.render.ir import Block, Document, Paragraph
 from connectors.render.parse import text_inlines
 from connectors.render.plain import plain_block, plain_blocks
-from connectors.render.split import Cursor, InlineCursor, open_cursor
+from connectors.render.split import open_cursor
 from connectors.render.text import utf16_len
+from connectors.render.text_cursors import InlineCursor
 
 MIN_LIMIT = 32
 """Smallest limit honoured; below it markup around a single character might not fit."""

@@ -13,73 +13,21 @@ is built as a block of its own only once it may fit (:meth:`Cursor.bound`): howe
 the block, each message costs what that message holds.
 
 Every cut takes ``measure`` (a block -> its rendered length as a top-level block) and
-``limit``; the head returned satisfies ``measure(head) <= limit``.
+``limit``; the head returned satisfies ``measure(head) <= limit``. This module cuts
+structure (quotes, list items, table rows); :mod:`.text_cursors` cuts text, with the
+searches of :mod:`.cursor`.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from connectors.render.bounds import lower_bound, visible_chars
-from connectors.render.ir import (
-    Block,
-    Break,
-    Code,
-    CodeBlock,
-    Heading,
-    Inline,
-    Link,
-    ListBlock,
-    ListItem,
-    Paragraph,
-    Quote,
-    Styled,
-    Table,
-    Text,
-)
+from connectors.render.cursor import Cursor, Measure, Step, Whole, last_fitting, suffix_sums
+from connectors.render.ir import Block, CodeBlock, Heading, ListBlock, ListItem, Paragraph, Quote, Table
 from connectors.render.plain import PLAIN, plain_block
 from connectors.render.table import layout
-from connectors.render.text import safe_cut
-
-Measure = Callable[[Block], int]
-Cut = tuple[int, int]  # drop [start, end): the head ends before start, the rest starts at end
-Atom = tuple[Text | Code | Break, tuple[Styled | Link, ...]]
-Step = tuple[Block, str]  # a head, and the plain text dropped between it and the rest
-Finder = Callable[[int], Cut | None]  # a level's last boundary in the head that ends at a position
-
-_SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+|(?<=[\u3002\uff01\uff1f])(?=\S)")
-_SPACE = re.compile(r"\s+")
-_VISIBLE = re.compile(r"\S")
-_PROSE = (Text,)  # where sentences end
-_WORDS = (Text, Code)  # where words are cut
-_SEARCH_BACK = 64  # characters before a head's end searched first for its last boundary
-
-
-class Cursor(ABC):
-    """The rest of a block that is being cut into heads, front first."""
-
-    @abstractmethod
-    def bound(self, cap: float) -> int:
-        """A lower bound of the rest's rendered length on every platform (counting may stop
-        once it passes ``cap``)."""
-
-    @abstractmethod
-    def rest(self) -> Block:
-        """The rest as a block of its own."""
-
-    @abstractmethod
-    def take(self, measure: Measure, limit: int) -> Step | None:
-        """Cut a head that fits off the front of the rest: ``(head, gap)``, ``gap`` being the
-        plain text dropped between the head and the new rest. ``None`` when the rest cannot
-        be cut that small (the cursor may have changed then: the caller gives it up)."""
-
-    @abstractmethod
-    def starts_blank(self) -> bool:
-        """Whether the rest's plain text starts with an empty line (a list item indents only
-        the lines that show something)."""
+from connectors.render.text_cursors import CodeCursor, InlineCursor
 
 
 def open_cursor(block: Block) -> Cursor:
@@ -98,66 +46,7 @@ def open_cursor(block: Block) -> Cursor:
         return BlocksCursor(block.blocks, Quote, PLAIN.block_joiner)  # type: ignore[union-attr]
     if kind is Table:
         return TableCursor(block)  # type: ignore[arg-type]
-    return _Whole(block)
-
-
-def last_fitting(count: int, fits: Callable[[int], bool], guess: int = 0) -> int:
-    """The largest ``i`` in ``range(count)`` with ``fits(i)``, or -1 when ``fits(0)`` is false.
-
-    Gallops from ``guess`` (up when it fits, down when it does not), then bisects, so the
-    cost follows the distance from the guess to the answer rather than ``count``.
-    ``fits`` is expected to be (nearly) monotone; the answer always is an index for which
-    it returned true.
-    """
-    if count <= 0:
-        return -1
-    guess = min(max(guess, 0), count - 1)
-    step = 1
-    if fits(guess):
-        low, high = guess, count
-        while low + step < count:
-            if not fits(low + step):
-                high = low + step
-                break
-            low += step
-            step *= 2
-    else:
-        high = guess
-        while True:
-            if high == 0:
-                return -1
-            probe = max(high - step, 0)
-            if fits(probe):
-                low = probe
-                break
-            high = probe
-            step *= 2
-    while high - low > 1:
-        mid = (low + high) // 2
-        if fits(mid):
-            low = mid
-        else:
-            high = mid
-    return low
-
-
-class _Whole(Cursor):
-    """A block that is never cut (a rule)."""
-
-    def __init__(self, block: Block) -> None:
-        self.block = block
-
-    def bound(self, cap: float) -> int:
-        return lower_bound(self.block, cap)
-
-    def rest(self) -> Block:
-        return self.block
-
-    def take(self, measure: Measure, limit: int) -> Step | None:
-        return None
-
-    def starts_blank(self) -> bool:
-        return False
+    return Whole(block)
 
 
 # Containers of blocks: a quote's blocks, a list item's blocks, a list's items.
@@ -176,7 +65,7 @@ class BlocksCursor(Cursor):
         self.first_bound: int | None = None
         self.inner: Cursor | None = None  # cutting ``first``, which fits in no message on its own
         # after[i]: lower bound of blocks[i:], each with the joiner before it
-        self.after = _suffix_sums([lower_bound(b) + len(joiner) for b in blocks])
+        self.after = suffix_sums([lower_bound(b) + len(joiner) for b in blocks])
 
     def bound(self, cap: float) -> int:
         first = self.inner.bound(cap) if self.inner is not None else self._first_bound(cap)
@@ -235,7 +124,7 @@ class ListCursor(Cursor):
         self.continued = self.first.continued
         self.inner: BlocksCursor | None = None  # cutting ``first``, which fits in no message on its own
         self.pad = ""  # what the plain text indents the lines of ``first`` after its first by
-        self.after = _suffix_sums([_item_bound(item, self.joiner) + len(self.joiner) for item in block.items])
+        self.after = suffix_sums([_item_bound(item, self.joiner) + len(self.joiner) for item in block.items])
 
     def bound(self, cap: float) -> int:
         if self.inner is None:
@@ -333,14 +222,6 @@ def _starts_blank(block: Block) -> bool:
     return plain_block(block)[:1] in ("", "\n")
 
 
-def _suffix_sums(sizes: list[int]) -> list[int]:
-    """``out[i] == sum(sizes[i:])``, with ``out[len(sizes)] == 0``."""
-    out = [0] * (len(sizes) + 1)
-    for i in range(len(sizes) - 1, -1, -1):
-        out[i] = out[i + 1] + sizes[i]
-    return out
-
-
 # Tables: whole rows, or the laid-out text when not even one row fits.
 
 
@@ -352,7 +233,7 @@ class TableCursor(Cursor):
         self.skip = 0 if table.header is None else 2  # the header and rule lines before the rows'
         self.header_bound = sum(visible_chars(c) for c in table.header_plain or ())
         # after[i]: lower bound of rows[i:], each with the line break before it
-        self.after = _suffix_sums([sum(visible_chars(c) for c in row) + 1 for row in table.rows_plain])
+        self.after = suffix_sums([sum(visible_chars(c) for c in row) + 1 for row in table.rows_plain])
 
     def bound(self, cap: float) -> int:
         if self.code is not None:
@@ -395,411 +276,3 @@ class TableCursor(Cursor):
             )
         lines = t.lines[self.skip + low : self.skip + high]
         return Table(None, t.rows[low:high], t.aligns, t.widths, None, t.rows_plain[low:high], lines)
-
-
-# Code blocks: at line breaks, else anywhere.
-
-
-class CodeCursor(Cursor):
-    def __init__(self, block: CodeBlock) -> None:
-        self.code = block.code
-        self.lang = block.lang
-        self.pos = 0
-        self.guess = 0  # how long the last head's longest fit was
-
-    def bound(self, cap: float) -> int:
-        return len(self.code) - self.pos  # every character of code is shown
-
-    def rest(self) -> Block:
-        return CodeBlock(self.code[self.pos :], self.lang)
-
-    def starts_blank(self) -> bool:
-        return self.code[self.pos : self.pos + 1] in ("", "\n")
-
-    def take(self, measure: Measure, limit: int) -> Step | None:
-        code, lang, pos = self.code, self.lang, self.pos
-        visible = _VISIBLE.search(code, pos)
-        if visible is None:
-            return None
-        first = visible.start()  # a head must show more than whitespace
-        bound = min(len(code) - 1, pos + limit)  # rendered code is never shorter than the code
-
-        def head_size(cut: Cut) -> int:
-            return measure(CodeBlock(code[pos : cut[0]], lang))
-
-        def line(reach: int) -> Cut | None:
-            at = code.rfind("\n", first + 1, reach + 1)
-            return (at, at + 1) if 0 <= at < len(code) - 1 else None
-
-        def skip(position: int) -> int:
-            while position < len(code) and code[position] in " \t":
-                position += 1
-            return position
-
-        reach = _longest_head(head_size, limit, first, bound, self.guess)
-        if reach < 0:
-            return None
-        cut = _best_cut([line], head_size, limit, lambda p: safe_cut(code, p), first, reach, skip)
-        if cut is None:
-            return None
-        self.pos, self.guess = cut[1], reach - first
-        return CodeBlock(code[pos : cut[0]], lang), code[cut[0] : cut[1]]
-
-
-# Paragraphs and headings: cut the inline tree.
-
-
-class InlineCursor(Cursor):
-    """The rest of a paragraph or heading (``make`` builds either from inline nodes) from a
-    character offset into its text: the inline tree is flattened into leaves, each with the
-    spans and links around it, and heads are built again from the leaves they cover."""
-
-    def __init__(self, children: list[Inline], make: Callable[[list[Inline]], Block]) -> None:
-        atoms: list[Atom] = []
-        _flatten(children, (), atoms)
-        # empty text shows nothing and falls in no slice
-        self.atoms = [atom for atom in atoms if type(atom[0]) is Break or atom[0].text]  # type: ignore[union-attr]
-        self.starts: list[int] = []
-        total = 0
-        for leaf, _ in self.atoms:
-            self.starts.append(total)
-            total += 1 if type(leaf) is Break else len(leaf.text)  # type: ignore[union-attr]
-        self.total = total
-        self.after = _suffix_sums(_atom_bounds(self.atoms))
-        self.make = make
-        self.pos = 0
-        self.guess = 0  # how long the last head's longest fit was
-        self.cut_links: set[int] = set()  # links the last cut went through: the rest starts inside them
-
-    def bound(self, cap: float) -> int:
-        # The characters from the first visible one (Markdown drops a paragraph's leading
-        # spaces), and the addresses of the links that start there or later.
-        first = self._first_visible()
-        if first >= self.total:
-            return 0
-        i = self._atom_at(first)
-        return self.starts[i] + len(self.atoms[i][0].text) - first + self.after[i + 1]  # type: ignore[union-attr]
-
-    def rest(self) -> Block:
-        atoms = _slice(self.atoms, self.starts, self.pos, self.total)
-        return self.make(_rebuild(atoms, self.cut_links, set()))
-
-    def starts_blank(self) -> bool:
-        if self.pos >= self.total:
-            return True
-        i = self._atom_at(self.pos)
-        leaf = self.atoms[i][0]
-        return type(leaf) is Break or leaf.text[self.pos - self.starts[i]] == "\n"  # type: ignore[union-attr]
-
-    def take(self, measure: Measure, limit: int) -> Step | None:
-        atoms, starts, total, pos = self.atoms, self.starts, self.total, self.pos
-        if total - pos < 2:
-            return None
-        first = self._first_visible()
-        if first >= total:
-            return None
-        bound = min(total - 1, pos + limit)  # a head renders to at least its characters
-
-        def head_size(cut: Cut) -> int:
-            return measure(self.make(self._head(cut)[0]))
-
-        def hard(position: int) -> int:
-            i = bisect.bisect_right(starts, position) - 1
-            leaf = atoms[i][0]
-            if type(leaf) is Break:
-                return position
-            return starts[i] + safe_cut(leaf.text, position - starts[i])  # type: ignore[union-attr]
-
-        def skip(position: int) -> int:
-            # the whitespace (or the line break) right after a hard cut goes with the cut
-            i = bisect.bisect_right(starts, position) - 1
-            leaf = atoms[i][0]
-            if type(leaf) is Break:
-                return position + 1 if starts[i] == position and position + 1 < total else position
-            text = leaf.text  # type: ignore[union-attr]
-            found = _VISIBLE.search(text, position - starts[i])
-            return starts[i] + (found.start() if found else len(text))
-
-        levels: list[Finder] = [
-            lambda reach: self._last_break(first, reach),
-            lambda reach: self._last_run(_SENTENCE_END, _PROSE, first, reach),
-            lambda reach: self._last_run(_SPACE, _WORDS, first, reach),
-        ]
-        reach = _longest_head(head_size, limit, first, bound, self.guess)
-        if reach < 0:
-            return None
-        reach = self._past_links(reach, head_size, limit, bound)
-        self.guess = reach - first
-        cut = _best_cut(levels, head_size, limit, hard, first, reach, skip)
-        if cut is None:
-            return None
-        children, links = self._head(cut)
-        start, end = cut
-        gap = "".join(
-            "\n" if type(leaf) is Break else leaf.text for leaf, _ in _slice(atoms, starts, start, end)
-        )  # type: ignore[union-attr]
-        self.pos, self.cut_links = end, links
-        return self.make(children), gap
-
-    def _head(self, cut: Cut) -> tuple[list[Inline], set[int]]:
-        """The inline nodes of the head a cut makes, and the links the cut goes through."""
-        atoms = _slice(self.atoms, self.starts, self.pos, cut[0])
-        links = _links(atoms[-1:]) & _links(_slice(self.atoms, self.starts, cut[1], cut[1] + 1))
-        return _rebuild(atoms, self.cut_links, links), links
-
-    def _past_links(self, reach: int, head_size: Callable[[Cut], int], limit: int, bound: int) -> int:
-        """``reach`` moved past the link that starts there or that it falls inside of, and
-        on, as long as heads still fit there.
-
-        A link cut in two can show more than the whole link (an autolink shows its address
-        once, its parts each show it), so heads ending inside it may not fit while the head
-        that takes all of it does."""
-        while True:
-            end = self._link_end(reach)
-            if end is None or end > bound or head_size((end, end)) > limit:
-                return reach
-            reach = end + last_fitting(bound - end + 1, lambda i, end=end: head_size((end + i,) * 2) <= limit)
-
-    def _link_end(self, position: int) -> int | None:
-        """Where the link that holds the character at ``position`` ends (``None`` when none does)."""
-        if position >= self.total:
-            return None
-        i = self._atom_at(position)
-        link = _link_of(self.atoms[i][1])
-        if link is None:
-            return None
-        while i + 1 < len(self.atoms) and _link_of(self.atoms[i + 1][1]) is link:
-            i += 1
-        return self.starts[i + 1] if i + 1 < len(self.atoms) else self.total
-
-    def _atom_at(self, position: int) -> int:
-        return max(bisect.bisect_right(self.starts, position) - 1, 0)
-
-    def _first_visible(self) -> int:
-        """Offset of the rest's first character that is not whitespace (a head must include it)."""
-        for i in range(self._atom_at(self.pos), len(self.atoms)):
-            leaf = self.atoms[i][0]
-            if type(leaf) is not Break:
-                found = _VISIBLE.search(leaf.text, max(self.pos - self.starts[i], 0))  # type: ignore[union-attr]
-                if found is not None:
-                    return self.starts[i] + found.start()
-        return self.total
-
-    def _last_break(self, first: int, reach: int) -> Cut | None:
-        """The last line break after ``first`` that a head ending by ``reach`` can end at."""
-        for i in range(self._atom_at(reach), -1, -1):
-            offset = self.starts[i]
-            if offset <= first:
-                break
-            if type(self.atoms[i][0]) is Break and offset + 1 < self.total:
-                return offset, offset + 1
-        return None
-
-    def _last_run(
-        self, pattern: re.Pattern[str], kinds: tuple[type, ...], first: int, reach: int
-    ) -> Cut | None:
-        """The last whitespace ``pattern`` matches in leaves of ``kinds`` after ``first`` that
-        a head ending by ``reach`` can end at, with something left after it."""
-        for i in range(self._atom_at(reach), -1, -1):
-            offset = self.starts[i]
-            leaf = self.atoms[i][0]
-            if type(leaf) in kinds:
-                text = leaf.text  # type: ignore[union-attr]
-                found = _last_match(pattern, text, first - offset + 1, reach - offset, self.total - offset)
-                if found is not None:
-                    return offset + found[0], offset + found[1]
-            if offset <= first:
-                break
-        return None
-
-
-def _last_match(pattern: re.Pattern[str], text: str, low: int, high: int, total: int) -> Cut | None:
-    """The last match of ``pattern`` (whitespace, or a position) in ``text`` that starts in
-    ``[low, high]`` and ends before ``total``, with the whole of its whitespace run.
-    ``low - 1``, when in the text, shows a character: no run starts before it and ends after.
-
-    Searches ever longer stretches back from ``high``, so the cost follows the distance
-    to the match rather than the length of the text."""
-    high = min(high, len(text))  # no match starts past the end: search back from there
-    stop = min(len(text), high + 2)  # one character past ``high`` for a lookahead
-    floor = max(low - 1, 0)
-    begin = max(high - _SEARCH_BACK, floor)
-    while True:
-        last = None
-        for match in pattern.finditer(text, begin, stop):
-            start, end = match.start(), match.end()
-            if end == stop:  # the search stopped inside the whitespace run
-                visible = _VISIBLE.search(text, end)
-                end = visible.start() if visible else len(text)
-            if low <= start <= high and end < total:
-                last = start, end
-        # A run that the stretch starts inside of begins before it: look further back.
-        if last is not None and (last[0] > begin or begin == floor or not text[begin - 1].isspace()):
-            return last
-        if begin == floor:
-            return None
-        begin = max(2 * begin - high, floor)
-
-
-def _link_of(path: tuple[Styled | Link, ...]) -> Link | None:
-    for node in path:
-        if type(node) is Link:
-            return node  # links do not nest
-    return None
-
-
-def _atom_bounds(atoms: list[Atom]) -> list[int]:
-    """What each atom adds to a lower bound of the rendered length: the characters of a
-    leaf, and at a link's first leaf what the link's address adds to its label (a link with
-    a plain suffix shows its address, in the markup or the suffix, or only a label that is
-    the address)."""
-    sizes = [0 if type(leaf) is Break else len(leaf.text) for leaf, _ in atoms]  # type: ignore[union-attr]
-    link: Link | None = None
-    first = label = 0
-    for i, (_, path) in enumerate(atoms):
-        owner = _link_of(path)
-        if owner is not link:
-            if link is not None and link.plain_suffix:
-                sizes[first] += max(len(link.href) - label, 0)
-            link, first, label = owner, i, 0
-        label += sizes[i]
-    if link is not None and link.plain_suffix:
-        sizes[first] += max(len(link.href) - label, 0)
-    return sizes
-
-
-def _links(atoms: list[Atom]) -> set[int]:
-    # A link is contiguous: it is cut exactly when it holds the last atom before the cut
-    # and the first after it.
-    return {id(node) for _, path in atoms for node in path if type(node) is Link}
-
-
-def _longest_head(head_size: Callable[[Cut], int], limit: int, first: int, bound: int, guess: int) -> int:
-    """Where the longest head that fits ends, after ``first`` and by ``bound`` (-1 when
-    none does), searched from ``first + guess`` (the previous message's length, as a rule
-    close to this one's)."""
-    p = last_fitting(bound - first, lambda i: head_size((first + i + 1,) * 2) <= limit, guess - 1)
-    return -1 if p < 0 else first + p + 1
-
-
-def _best_cut(
-    levels: Sequence[Finder],
-    head_size: Callable[[Cut], int],
-    limit: int,
-    hard: Callable[[int], int],
-    first: int,
-    reach: int,
-    skip: Callable[[int], int],
-) -> Cut | None:
-    """The cut at the coarsest level that fills at least half the limit, else the fullest.
-    Heads end after ``first`` (the first visible character) and by ``reach``, where the
-    longest head that fits ends (:func:`_longest_head`); each level's cut is its last
-    boundary within that head, so a cut costs a few renders of heads, however many
-    boundaries there are. ``hard`` moves a cut anywhere off a grapheme boundary; ``skip``
-    gives the end of the whitespace after it, which the cut drops so the rest does not
-    start with it."""
-    best: Cut | None = None
-    best_size = -1
-    for find in levels:
-        cut = find(reach)
-        if cut is None:
-            continue
-        size = head_size(cut)
-        if size > limit:  # a shorter head can show more markup (a link cut in two)
-            continue
-        if size * 2 >= limit:
-            return cut
-        if size > best_size:
-            best, best_size = cut, size
-    # Anywhere: at ``reach``, moved off a grapheme boundary when that still fits.
-    position = hard(reach)
-    if position != reach and (position <= first or head_size((position, position)) > limit):
-        position = reach
-    if head_size((position, position)) > best_size:
-        return position, skip(position)
-    return best
-
-
-def _flatten(nodes: Sequence[Inline], path: tuple[Styled | Link, ...], out: list[Atom]) -> None:
-    for node in nodes:
-        if type(node) is Styled or type(node) is Link:
-            _flatten(node.children, (*path, node), out)  # type: ignore[union-attr]
-        else:
-            out.append((node, path))  # type: ignore[arg-type]
-
-
-def _slice(atoms: list[Atom], starts: list[int], low: int, high: int) -> list[Atom]:
-    """The atoms covering characters ``[low, high)``, text atoms trimmed to the range.
-
-    No atom is empty, so every atom between the first and the last lies wholly inside the
-    range: only those two are trimmed (or the first dropped)."""
-    first = max(0, bisect.bisect_right(starts, low) - 1)
-    end = bisect.bisect_left(starts, high, first)
-    out = atoms[first:end]
-    if not out:
-        return out
-    last = _trim(out[-1], starts[end - 1], low, high)
-    if len(out) == 1:
-        return [] if last is None else [last]
-    assert last is not None  # it starts inside the range
-    out[-1] = last
-    head = _trim(out[0], starts[first], low, high)
-    if head is None:
-        del out[0]
-    else:
-        out[0] = head
-    return out
-
-
-def _trim(atom: Atom, offset: int, low: int, high: int) -> Atom | None:
-    """``atom`` (at ``offset``) cut to the characters ``[low, high)``; ``None`` when none are in it."""
-    leaf, path = atom
-    if type(leaf) is Break:
-        return atom if low <= offset < high else None
-    text = leaf.text  # type: ignore[union-attr]
-    a, b = max(low - offset, 0), min(high - offset, len(text))
-    if a >= b:
-        return None
-    if a or b < len(text):
-        return type(leaf)(text[a:b]), path  # type: ignore[call-arg]
-    return atom
-
-
-def _rebuild(atoms: list[Atom], before: set[int], after: set[int]) -> list[Inline]:
-    """Inline trees from atoms, re-opening the styles and links around each.
-
-    A link in ``before`` or ``after`` was cut at the start or the end of these atoms: each
-    part of a cut link is an ordinary link (not an autolink), and only its last part keeps
-    the address for the plain text.
-    """
-    root: list[Inline] = []
-    containers: list[list[Inline]] = [root]
-    open_path: list[Styled | Link] = []
-    last_path: tuple[Styled | Link, ...] | None = None
-    for leaf, path in atoms:
-        if path is last_path:  # a sibling of the previous leaf
-            containers[-1].append(leaf)
-            continue
-        last_path = path
-        same = 0
-        while same < len(open_path) and same < len(path) and open_path[same] is path[same]:
-            same += 1
-        del open_path[same:]
-        del containers[same + 1 :]
-        for node in path[same:]:
-            copy: Styled | Link
-            if type(node) is Styled:
-                copy = Styled(node.style, [])
-            else:
-                assert isinstance(node, Link)
-                if id(node) in after:
-                    copy = Link(node.href, [], "")
-                elif id(node) in before:
-                    copy = Link(node.href, [], node.plain_suffix)
-                else:
-                    copy = Link(node.href, [], node.plain_suffix, node.auto)
-            containers[-1].append(copy)
-            containers.append(copy.children)
-            open_path.append(node)
-        containers[-1].append(leaf)
-    return root
