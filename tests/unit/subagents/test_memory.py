@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gateway.errors import RefusedError
 from gateway.store.db import Database
 from tests.fakes.model_api import FakeAnthropic
 from tests.unit.subagents.support import (
@@ -17,7 +18,7 @@ from tests.unit.subagents.support import (
     memory,
     request_text,
 )
-from tools.base import ToolContext, ToolError
+from tools.base import ToolContext
 from tools.host.subagent_invoke import TOOL
 
 ITEMS = {
@@ -81,7 +82,7 @@ async def test_many_matches_are_ranked_by_the_model_on_this_threads_items_only(
 
 async def test_retriever_needs_a_query(env: Env, db: Database) -> None:
     ctx = await setup(env, db)
-    with pytest.raises(ToolError, match=r"memory-retriever needs input\.query as non-empty text"):
+    with pytest.raises(RefusedError, match=r"memory-retriever needs input\.query as non-empty text"):
         await invoke(ctx, "memory-retriever")
 
 
