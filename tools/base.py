@@ -65,6 +65,13 @@ class ToolContext:
     run_id: int | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    def require_services(self, unavailable: str) -> HostServices:
+        """The daemon's services; without them (a context outside the daemon) a
+        :class:`ToolError` with the message ``unavailable``."""
+        if self.services is None:
+            raise ToolError(unavailable)
+        return self.services
+
 
 ToolHandler = Callable[[ToolContext, dict[str, Any]], Awaitable[Any]]
 
