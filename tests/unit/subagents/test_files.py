@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from gateway.errors import RefusedError
 from gateway.store.db import Database
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI
 from tests.unit.subagents.support import Env, add_thread, json_reply, make_persona, request_text
-from tools.base import ToolContext, ToolError
+from tools.base import ToolContext
 from tools.host.subagent_invoke import TOOL
 from tools.workspace.roots import thread_workspace
 
@@ -103,7 +104,7 @@ async def test_search_never_reads_outside_the_workspace(
         (str(outside), "is outside the workspace; this call may use /workspace"),
         ("linked-dir", "is a symbolic link .* pointing outside"),
     ]:
-        with pytest.raises(ToolError, match=why):
+        with pytest.raises(RefusedError, match=why):
             await invoke(ctx, "file-searcher", query="password", path=bad)
     assert len(anthropic.requests) == 1
 
@@ -123,10 +124,10 @@ async def test_another_threads_files_are_out_of_reach(
     assert found["data"]["searched_files"] == 1
     a_host = workspace(thread_a)
     for path in (str(a_host), f"/workspace/../{thread_a.thread_id}", "/shared"):
-        with pytest.raises(ToolError):
+        with pytest.raises(RefusedError):
             await invoke(thread_b, "file-searcher", query="merger", path=path)
     for files in ([str(a_host / "plans.md")], [f"../{thread_a.thread_id}/plans.md"]):
-        with pytest.raises(ToolError, match=r"input\.files entry"):
+        with pytest.raises(RefusedError, match=r"input\.files entry"):
             await invoke(thread_b, "spark-coder", task="summarize", files=files)
     assert len(anthropic.requests) == 1 and openai.requests == []
 
@@ -206,7 +207,7 @@ async def test_spark_coder_schema_requires_content_for_create(
         json_reply({"operations": [{"op": "rename", "path": "a.py"}]}),
     )
     with pytest.raises(
-        ToolError, match=r"even after one repair attempt: at operations\[0\]\.op: 'rename' is not one of"
+        RefusedError, match=r"even after one repair attempt: at operations\[0\]\.op: 'rename' is not one of"
     ):
         await invoke(ctx, "spark-coder", task="x")
     assert "'content' is a required property" in request_text(openai.requests[1])
@@ -217,7 +218,7 @@ async def test_spark_coder_without_openai_api_key_is_unavailable(
 ) -> None:
     env = make({"anthropic": anthropic, "openai": openai}, environ={})
     ctx = await make_ctx(env, db)
-    with pytest.raises(ToolError) as caught:
+    with pytest.raises(RefusedError) as caught:
         await invoke(ctx, "spark-coder", task="write hello world")
     assert str(caught.value) == (
         "sub-agent 'spark-coder' is unavailable: it requires OPENAI_API_KEY in the daemon's environment "
@@ -230,6 +231,6 @@ async def test_spark_coder_rejects_context_files_outside_the_workspace(
     env: Env, openai: FakeOpenAI, db: Database
 ) -> None:
     ctx = await make_ctx(env, db)
-    with pytest.raises(ToolError, match=r"input\.files entry '/etc/passwd' is outside the workspace"):
+    with pytest.raises(RefusedError, match=r"input\.files entry '/etc/passwd' is outside the workspace"):
         await invoke(ctx, "spark-coder", task="x", files=["/etc/passwd"])
     assert openai.requests == []
