@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import sqlite3
 import sys
 import tempfile
 import time
@@ -86,11 +87,14 @@ async def in_process(root: Path, calls: int) -> dict[str, list[float]]:
     settings = load_settings(root / "talon.yaml")
     db = await open_database(settings.data_path / DB_FILE)
     try:
-        async with db.transaction() as conn:
-            rows = await conn.execute_fetchall(
+
+        def write(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(
                 "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('console', 'bench', 0, 0) "
                 "RETURNING id"
-            )
+            ).fetchall()
+
+        rows = await db.run_transaction(write)
         bridge = Bridge(db=db, settings=settings, personas=load_personas(settings))
         identity = bridge.register(1, rows[0][0], "assistant")
 

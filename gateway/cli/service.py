@@ -68,7 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from gateway.data_dir import AlreadyRunningError, DataDirLock, prepare_data_dir
-    from gateway.store.db import DB_FILE, SchemaTooNewError, apply_migrations, open_database
+    from gateway.store.db import DB_FILE, SchemaTooNewError, open_database
 
     settings = settings_for(args)
     lock = DataDirLock(prepare_data_dir(settings))
@@ -80,7 +80,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     async def migrate() -> list[str]:
         db = await open_database(settings.data_path / DB_FILE, migrate=False)
         try:
-            return await apply_migrations(db.conn)
+            return await db.migrate()
         finally:
             await db.close()
 

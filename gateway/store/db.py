@@ -1,10 +1,13 @@
 """The SQLite database: connections, pragmas, migrations and transactions.
 
-Three connections, each on its own aiosqlite thread: the writer, used only under the write
-lock (so no coroutine ever runs a statement inside another's open transaction); a reader
-for plain queries, which sees committed data only (WAL); and one on which a background
-task moves WAL pages into the database (checkpoints), so their fsyncs hold up neither
-commits nor reads.
+Three connections, each on a thread of its own (:class:`ConnectionThread`): the writer,
+used only under the write lock (so no coroutine ever runs a statement inside another's open
+transaction); a reader for plain queries, which sees committed data only (WAL); and one on
+which a background task moves WAL pages into the database (checkpoints), so their fsyncs
+hold up neither commits nor reads.
+
+The store's functions take a ``sqlite3.Connection`` and run on those threads: writes through
+:meth:`Database.run_transaction`, reads through :meth:`Database.read`.
 """
 
 from __future__ import annotations
@@ -13,17 +16,15 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-import aiosqlite
-
 from gateway.errors import RefusedError
+from gateway.store.connection_thread import ConnectionThread
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -70,47 +71,6 @@ def _create_owner_only(path: Path) -> None:
     os.close(fd)
 
 
-class Result:
-    """A statement's result, read in full: rows, ``rowcount`` and ``lastrowid``."""
-
-    def __init__(self, rows: list[sqlite3.Row], rowcount: int, lastrowid: int | None):
-        self.rows = rows
-        self.rowcount = rowcount
-        self.lastrowid = lastrowid
-
-    async def fetchone(self) -> sqlite3.Row | None:
-        return self.rows[0] if self.rows else None
-
-    async def fetchall(self) -> list[sqlite3.Row]:
-        return self.rows
-
-
-class TransactionConnection:
-    """The writer connection inside :meth:`Database.transaction`; one hop per statement."""
-
-    def __init__(self, conn: aiosqlite.Connection):
-        self._conn = conn
-
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> Result:
-        values = tuple(params)
-
-        def run(conn: sqlite3.Connection) -> Result:
-            cursor = conn.execute(sql, values)
-            try:
-                return Result(cursor.fetchall(), cursor.rowcount, cursor.lastrowid)
-            finally:
-                cursor.close()
-
-        return await self._conn._execute(run, self._conn._conn)
-
-    async def execute_fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        return (await self.execute(sql, params)).rows
-
-    async def executemany(self, sql: str, seq_of_params: Iterable[Iterable[Any]]) -> None:
-        rows = [tuple(p) for p in seq_of_params]
-        await self._conn._execute(lambda conn: conn.executemany(sql, rows).close(), self._conn._conn)
-
-
 @dataclass(frozen=True, slots=True)
 class _Failed:
     """A group member's exception, told apart from a result that happens to be one."""
@@ -146,18 +106,50 @@ def _run_group(group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.C
     return outcomes
 
 
+def _passive_checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """(busy, WAL frames, frames checkpointed) after a PASSIVE checkpoint."""
+    busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return busy, frames, done
+
+
+def _snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+    """``fn`` inside one read transaction: every statement sees the same committed data."""
+    conn.execute("BEGIN")
+    try:
+        return fn(conn)
+    finally:
+        conn.rollback()
+
+
+def _fetchall(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    return conn.execute(sql, params).fetchall()
+
+
+def _backup(target: Path, conn: sqlite3.Connection) -> None:
+    dst = sqlite3.connect(target)
+    try:
+        conn.backup(dst)
+    finally:
+        dst.close()
+
+
 class Database:
-    """An open Talon database. Use :func:`open_database` to get one."""
+    """An open Talon database. Use :func:`open_database` to get one.
+
+    One writer API, :meth:`run_transaction`, and one reader API, :meth:`read`: both run a
+    plain function of a ``sqlite3.Connection`` (the store's table-group functions) on the
+    database's threads in a single hop.
+    """
 
     def __init__(
         self,
-        conn: aiosqlite.Connection,
-        reader: aiosqlite.Connection,
-        checkpoints: aiosqlite.Connection,
+        writer: ConnectionThread,
+        reader: ConnectionThread,
+        checkpoints: ConnectionThread,
         path: Path,
     ):
-        self.conn = conn
-        self.reader = reader
+        self._writer = writer
+        self._reader = reader
         self._checkpoints = checkpoints
         self.path = path
         self._write_lock = asyncio.Lock()
@@ -185,43 +177,23 @@ class Database:
                 continue
             checkpointed_writes = self._writes
             try:
-                rows = await self._checkpoints.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
-                _, wal_frames, _ = rows[0]
+                _, wal_frames, _ = await self._checkpoints.call(_passive_checkpoint)
                 if wal_frames >= WAL_REWIND_FRAMES:
                     async with self._write_lock:
-                        await self.conn.execute_fetchall("PRAGMA wal_checkpoint(PASSIVE)")
+                        await self._writer.call(_passive_checkpoint)
             except sqlite3.Error as exc:
                 log.warning("WAL checkpoint failed: %s", exc)
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[TransactionConnection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception.
-
-        Statements run through a :class:`TransactionConnection`, which reads each result
-        in full: no half-read cursor can be left open to block the COMMIT.
-        """
-        async with self._write_lock:
-            self._writes += 1
-            await self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield TransactionConnection(self.conn)
-            except BaseException:
-                await self.conn.rollback()
-                raise
-            await self.conn.commit()
 
     async def run_transaction(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(conn, *args, **kwargs)`` as a transaction on the database thread, in a single hop.
+        """Run ``fn(conn, *args, **kwargs)`` as a transaction on the writer's thread, in a single hop.
 
         Group commit: calls that arrive while a commit is running share the next one. Each
         ``fn`` runs in its own savepoint, so one that raises is rolled back alone and only
         its caller gets the exception; every caller returns after the commit that holds its
         work. Under load this turns many small commits into a few, and the writer stops
-        being the limit. ``fn`` must not block on anything but SQLite. It runs through
-        aiosqlite's internal ``_execute``, the primitive every public aiosqlite method is
-        built on.
+        being the limit. ``fn`` must not block on anything but SQLite.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._group.append(((lambda conn: fn(conn, *args, **kwargs)) if args or kwargs else fn, future))
@@ -238,9 +210,7 @@ class Database:
             async with self._write_lock:
                 self._writes += 1
                 try:
-                    outcomes = await self.conn._execute(
-                        partial(_run_group, [fn for fn, _ in group]), self.conn._conn
-                    )
+                    outcomes = await self._writer.call(partial(_run_group, [fn for fn, _ in group]))
                 except Exception as exc:  # BEGIN or COMMIT failed: nothing of the group is stored
                     outcomes = [_Failed(exc)] * len(group)
             for (_, future), outcome in zip(group, outcomes, strict=True):
@@ -251,39 +221,41 @@ class Database:
                 else:
                     future.set_result(outcome)
 
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """A read of committed data (reader connection)."""
-        return list(await self.reader.execute_fetchall(sql, tuple(params)))
-
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        rows = await self.reader.execute_fetchall(sql, tuple(params))
-        return rows[0] if rows else None
-
     async def read(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, *args, **kwargs)`` on the reader in one hop (one consistent snapshot)."""
+        return await self._reader.call(partial(_snapshot, lambda conn: fn(conn, *args, **kwargs)))
 
-        def snapshot(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN")
-            try:
-                return fn(conn, *args, **kwargs)
-            finally:
-                conn.rollback()
+    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        """The rows of one query, through :meth:`read` (for tests and one-off inspection)."""
+        return await self.read(partial(_fetchall, sql, tuple(params)))
 
-        return await self.reader._execute(snapshot, self.reader._conn)
+    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
+        """The first row of one query, through :meth:`read`."""
+        rows = await self.fetchall(sql, params)
+        return rows[0] if rows else None
 
     async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
-        """One statement in its own transaction; returns the number of rows changed."""
+        """One statement in its own transaction through :meth:`run_transaction`; returns the
+        number of rows changed."""
         values = tuple(params)
         return await self.run_transaction(lambda conn: conn.execute(sql, values).rowcount)
+
+    async def migrate(self) -> list[str]:
+        """Apply pending migrations, each in its own transaction. Returns their names.
+
+        Raises:
+            SchemaTooNewError: the database is newer than this code.
+        """
+        async with self._write_lock:
+            return await self._writer.call(_apply_migrations)
 
     async def backup(self, target: Path) -> None:
         """A consistent copy, safe while the daemon writes (SQLite online backup)."""
         target.parent.mkdir(parents=True, exist_ok=True)
         _create_owner_only(target)
-        async with aiosqlite.connect(target) as dst:
-            await self.reader.backup(dst)
+        await self._reader.call(partial(_backup, target))
 
     async def close(self) -> None:
         if self._group_committer is not None:
@@ -291,12 +263,45 @@ class Database:
         self._checkpointer.cancel()
         await asyncio.gather(self._checkpointer, return_exceptions=True)
         await self._checkpoints.close()
-        await self.reader.close()
+        await self._reader.close()
         try:
-            await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            await self._writer.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").close())
         except sqlite3.Error:
             pass  # another process holds the WAL open; the next start checkpoints
-        await self.conn.close()
+        await self._writer.close()
+
+
+_WRITER_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    # WAL + NORMAL: a commit survives a process crash (kill -9); only an OS crash
+    # or power loss can roll back the last transactions.
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA temp_store=MEMORY",
+    # Checkpoints (and their fsync) run on a separate connection, off the commit path.
+    "PRAGMA wal_autocheckpoint=0",
+    # A rewound WAL is cut back to this size; kept above WAL_REWIND_FRAMES so a busy
+    # WAL is reused in place rather than cut and grown again.
+    "PRAGMA journal_size_limit=67108864",
+)
+_READER_PRAGMAS = ("PRAGMA query_only=ON", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY")
+_CHECKPOINTS_PRAGMAS = ("PRAGMA busy_timeout=5000",)
+
+
+def _pragmas(pragmas: tuple[str, ...], conn: sqlite3.Connection) -> None:
+    for pragma in pragmas:
+        conn.execute(pragma).close()
+
+
+async def _connect(path: Path, name: str, pragmas: tuple[str, ...]) -> ConnectionThread:
+    worker = await ConnectionThread.open(path, name=name)
+    try:
+        await worker.call(partial(_pragmas, pragmas))
+    except BaseException:
+        await worker.close()
+        raise
+    return worker
 
 
 async def open_database(path: Path, *, migrate: bool = True) -> Database:
@@ -306,48 +311,27 @@ async def open_database(path: Path, *, migrate: bool = True) -> Database:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     _create_owner_only(path)
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    conn.row_factory = sqlite3.Row
+    opened: list[ConnectionThread] = []
     try:
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            # WAL + NORMAL: a commit survives a process crash (kill -9); only an OS crash
-            # or power loss can roll back the last transactions.
-            "PRAGMA synchronous=NORMAL",
-            "PRAGMA foreign_keys=ON",
-            "PRAGMA busy_timeout=5000",
-            "PRAGMA temp_store=MEMORY",
-            # Checkpoints (and their fsync) run on a separate connection, off the commit path.
-            "PRAGMA wal_autocheckpoint=0",
-            # A rewound WAL is cut back to this size; kept above WAL_REWIND_FRAMES so a busy
-            # WAL is reused in place rather than cut and grown again.
-            "PRAGMA journal_size_limit=67108864",
-        ):
-            await conn.execute(pragma)
-        if migrate:
-            await apply_migrations(conn)
-        else:
-            await check_version(conn)
-        reader = await aiosqlite.connect(path, isolation_level=None)
-        reader.row_factory = sqlite3.Row
-        checkpoints = await aiosqlite.connect(path, isolation_level=None)
+        opened.append(await _connect(path, "talon-db-writer", _WRITER_PRAGMAS))
+        await opened[0].call(_apply_migrations if migrate else _check_version)
+        opened.append(await _connect(path, "talon-db-reader", _READER_PRAGMAS))
+        opened.append(await _connect(path, "talon-db-checkpoints", _CHECKPOINTS_PRAGMAS))
     except BaseException:
-        await conn.close()
+        for worker in reversed(opened):
+            await worker.close()
         raise
-    for pragma in ("PRAGMA query_only=ON", "PRAGMA busy_timeout=5000", "PRAGMA temp_store=MEMORY"):
-        await reader.execute(pragma)
-    await checkpoints.execute("PRAGMA busy_timeout=5000")
-    return Database(conn, reader, checkpoints, path)
+    writer, reader, checkpoints = opened
+    return Database(writer, reader, checkpoints, path)
 
 
-async def schema_version(conn: aiosqlite.Connection) -> int:
-    async with conn.execute("PRAGMA user_version") as cur:
-        row = await cur.fetchone()
+def _schema_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("PRAGMA user_version").fetchone()
     return int(row[0]) if row else 0
 
 
-async def check_version(conn: aiosqlite.Connection) -> int:
-    current, latest = await schema_version(conn), code_schema_version()
+def _check_version(conn: sqlite3.Connection) -> int:
+    current, latest = _schema_version(conn), code_schema_version()
     if current > latest:
         raise SchemaTooNewError(
             f"database schema version {current} is newer than this Talon understands ({latest}); "
@@ -356,22 +340,22 @@ async def check_version(conn: aiosqlite.Connection) -> int:
     return current
 
 
-async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
+def _apply_migrations(conn: sqlite3.Connection) -> list[str]:
     """Apply pending migrations, each in its own transaction. Returns their names."""
-    current = await check_version(conn)
+    current = _check_version(conn)
     applied = []
     for version, name, sql in migrations():
         if version <= current:
             continue
-        await conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE")
         try:
             for statement in _statements(sql):
-                await conn.execute(statement)
-            await conn.execute(f"PRAGMA user_version={version}")
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={version}")
         except BaseException:
-            await conn.rollback()
+            conn.rollback()
             raise
-        await conn.commit()
+        conn.commit()
         log.info("applied migration %s", name)
         applied.append(name)
     return applied

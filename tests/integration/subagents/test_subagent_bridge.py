@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -94,11 +95,16 @@ async def setup(tmp_path: Path, fake: FakeAnthropic) -> AsyncIterator[Setup]:
     runner = SubagentRunner.from_settings(settings, providers, personas=personas)
     settings.data_path.mkdir(parents=True, exist_ok=True)
     db = await open_database(settings.data_path / DB_FILE)
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
-            "INSERT INTO threads (channel, chat_id, persona, created_at, updated_at) VALUES ('console', 'main', 'researcher', 0, 0)"
+
+    def write(conn: sqlite3.Connection) -> int:
+        return int(
+            conn.execute(
+                "INSERT INTO threads (channel, chat_id, persona, created_at, updated_at) VALUES ('console', 'main', 'researcher', 0, 0)"
+            ).lastrowid
+            or 0
         )
-        thread_id = int(cursor.lastrowid or 0)
+
+    thread_id = await db.run_transaction(write)
     bridge = Bridge(
         db=db,
         settings=settings,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -32,12 +33,14 @@ def local(tz: str, *args: int, fold: int = 0) -> float:
 
 
 async def add_thread(db: Database, chat_id: str = "C1", persona: str = "alice") -> int:
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
+    def write(conn: sqlite3.Connection) -> int:
+        cursor = conn.execute(
             "INSERT INTO threads (channel, chat_id, persona, created_at, updated_at) VALUES ('console', ?, ?, 0, 0)",
             (chat_id, persona),
         )
         return int(cursor.lastrowid or 0)
+
+    return await db.run_transaction(write)
 
 
 def make_persona(tmp_path: Path, name: str = "alice", prompts: dict[str, str] | None = None) -> Persona:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import textwrap
 import time
 from collections.abc import Mapping, Sequence
@@ -111,23 +112,28 @@ def write_definition(root: Path, file: str, front: str, body: str = "Do the task
 
 
 async def add_thread(db: Database, chat_id: str = "C1", persona: str = "alice") -> int:
-    async with db.transaction() as conn:
-        cursor = await conn.execute(
+    def write(conn: sqlite3.Connection) -> int:
+        cursor = conn.execute(
             "INSERT INTO threads (channel, chat_id, persona, created_at, updated_at) VALUES ('console', ?, ?, 0, 0)",
             (chat_id, persona),
         )
         return int(cursor.lastrowid or 0)
 
+    return await db.run_transaction(write)
+
 
 async def add_memory(db: Database, thread_id: int, items: Mapping[str, str], kind: str = "note") -> None:
     now = time.time()
-    async with db.transaction() as conn:
+
+    def write(conn: sqlite3.Connection) -> None:
         for i, (key, value) in enumerate(items.items()):
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO memory_items (thread_id, persona, key, type, value, created_at, updated_at) "
                 "VALUES (?, 'alice', ?, ?, ?, ?, ?)",
                 (thread_id, key, kind, value, now + i, now + i),
             )
+
+    await db.run_transaction(write)
 
 
 async def memory(db: Database, thread_id: int) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
@@ -90,21 +91,24 @@ async def _groom_env(env: Env, db: Database) -> ToolContext:
     ctx = await setup(env, db)
     await add_memory(db, ctx.thread_id, {"tz.note": "timezone is Berlin (CET)"})
     await add_memory(db, ctx.thread_id, {"summary": "Earlier we talked about cats."}, kind="summary")
+
     # An operation log: the order in which rows of this thread were written and deleted.
-    async with db.transaction() as conn:
-        await conn.execute("CREATE TABLE op_log (id INTEGER PRIMARY KEY, op TEXT, key TEXT)")
-        await conn.execute(
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE op_log (id INTEGER PRIMARY KEY, op TEXT, key TEXT)")
+        conn.execute(
             "CREATE TRIGGER log_insert AFTER INSERT ON memory_items BEGIN "
             "INSERT INTO op_log (op, key) VALUES ('write', NEW.key); END"
         )
-        await conn.execute(
+        conn.execute(
             "CREATE TRIGGER log_update AFTER UPDATE ON memory_items BEGIN "
             "INSERT INTO op_log (op, key) VALUES ('write', NEW.key); END"
         )
-        await conn.execute(
+        conn.execute(
             "CREATE TRIGGER log_delete AFTER DELETE ON memory_items BEGIN "
             "INSERT INTO op_log (op, key) VALUES ('delete', OLD.key); END"
         )
+
+    await db.run_transaction(write)
     return ctx
 
 
@@ -153,11 +157,14 @@ async def test_groomer_writes_merged_items_before_deleting_old_ones(
 async def test_a_failed_write_deletes_nothing(env: Env, anthropic: FakeAnthropic, db: Database) -> None:
     ctx = await _groom_env(env, db)
     before = await memory(db, ctx.thread_id)
-    async with db.transaction() as conn:  # the disk "fails" on the second merged item
-        await conn.execute(
+
+    def write(conn: sqlite3.Connection) -> None:  # the disk "fails" on the second merged item
+        conn.execute(
             "CREATE TRIGGER fail_food BEFORE INSERT ON memory_items WHEN NEW.key = 'user.food' "
             "BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END"
         )
+
+    await db.run_transaction(write)
     anthropic.script(json_reply(GROOMED))
     with pytest.raises(Exception, match="disk I/O error"):
         await invoke(ctx, "memory-groomer")

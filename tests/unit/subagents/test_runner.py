@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -233,11 +234,14 @@ async def test_a_model_override_from_talon_yaml_is_used(
     env = make({"local": openai}, models={"session-summarizer": "local:qwen2.5:7b"})
     ctx = await ctx_for(env, db)
     openai.script(json_reply({"summary": "Nothing happened.", "key_facts": [], "open_threads": []}))
-    async with db.transaction() as conn:
-        await conn.execute(
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute(
             "INSERT INTO messages (thread_id, role, text, created_at) VALUES (?, 'user', 'hello there', 0)",
             (ctx.thread_id,),
         )
+
+    await db.run_transaction(write)
     result = await invoke(ctx, "session-summarizer", {})
     assert result["summary"] == "Nothing happened."
     assert openai.requests[0]["model"] == "qwen2.5:7b"

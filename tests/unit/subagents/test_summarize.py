@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable
 
 import pytest
@@ -25,15 +26,18 @@ BUDGET = 1000  # tokens; summarization starts above 600
 
 async def add_messages(db: Database, thread_id: int, count: int, *, start: int = 0) -> list[int]:
     ids = []
-    async with db.transaction() as conn:
+
+    def write(conn: sqlite3.Connection) -> None:
         for i in range(start, start + count):
             role = "user" if i % 2 == 0 else "assistant"
             text = f"message {i}: " + "launch planning detail " * 8
-            cursor = await conn.execute(
+            cursor = conn.execute(
                 "INSERT INTO messages (thread_id, role, sender_name, text, created_at) VALUES (?, ?, ?, ?, ?)",
                 (thread_id, role, "Ana" if role == "user" else None, text, i),
             )
             ids.append(int(cursor.lastrowid or 0))
+
+    await db.run_transaction(write)
     return ids
 
 
