@@ -6,7 +6,6 @@ holds the packaged instruction file of each capability prefix, ``<prefix>.md``.
 
 from __future__ import annotations
 
-from tools import schedule_manage
 from tools.base import HostTool
 from tools.host import (
     background_agent,
@@ -17,6 +16,7 @@ from tools.host import (
     persona_list,
     persona_send,
     persona_task_status,
+    schedule_manage,
     subagent_invoke,
 )
 

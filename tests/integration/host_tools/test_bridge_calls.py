@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 
 from tests.integration.host_tools.conftest import BridgeEnv, add_thread, make_bridge_env
-from tools import schedule_manage
 from tools.base import HostTool, ToolContext, ToolError
-from tools.host import memory_access
+from tools.host import memory_access, schedule_manage
 
 SECRET = "sk-live-0123456789abcdefghijklmnopqrstuv"
 

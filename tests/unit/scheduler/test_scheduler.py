@@ -16,7 +16,7 @@ from gateway.scheduler import Scheduler, list_schedules, record_result
 from gateway.store import schedules
 from gateway.store.db import Database
 from tests.unit.scheduler.support import FakeClock, add_thread, local, make_ctx, make_persona
-from tools.schedule_manage import TOOL as SCHEDULE_TOOL
+from tools.host.schedule_manage import TOOL as SCHEDULE_TOOL
 
 BERLIN = "Europe/Berlin"
 

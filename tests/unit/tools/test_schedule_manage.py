@@ -14,7 +14,7 @@ import pytest
 from gateway.store.db import Database, open_database
 from tests.unit.scheduler.support import add_thread, make_ctx, make_persona
 from tools.base import ToolContext, ToolError
-from tools.schedule_manage import TOOL
+from tools.host.schedule_manage import TOOL
 
 
 @pytest.fixture
