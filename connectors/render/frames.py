@@ -1,11 +1,12 @@
 """The elements :class:`~.build.Builder` has opened and not yet closed, one frame each on
 its stack. A frame collects what the events put in it and, at its ``End`` event, adds
-what it made to the frame below (:meth:`Frame.close`)."""
+what it made to the frame below (:meth:`Frame.close`). Frames see the builder only as the
+:class:`BuildState` they are handed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pyromark.event import Range
 
@@ -37,9 +38,6 @@ from connectors.render.nodes import (
 from connectors.render.plain import plain_inlines
 from connectors.render.urls import readable_url
 
-if TYPE_CHECKING:
-    from connectors.render.build import Builder
-
 _ALIGNS: dict[str, Align] = {"Left": "left", "Right": "right", "Center": "center"}
 
 
@@ -47,10 +45,41 @@ class NeedRanges(Exception):
     """Building this document needs the source range of each event (see :class:`~.build.Builder`)."""
 
 
+class BuildState(Protocol):
+    """What frames read and change of the builder that runs them: its stack, where inline
+    nodes (``out``) or collected text (``parts``) go, the container blocks go to, the
+    nesting depth, and in ranged mode the source and the ranges of the last two events."""
+
+    stack: list[Frame]
+    container: Container
+    out: list[Inline]
+    parts: list[str] | None
+    flat: bool
+    depth: int
+    in_link: bool
+    data: bytes | None
+    range: Range
+    previous: Range
+
+    def text(self, text: str) -> None: ...
+
+    def finish_text(self) -> None: ...
+
+    def flush_run(self) -> None: ...
+
+    def add_block(self, block: Block) -> None: ...
+
+    def add_paragraph(self, children: list[Inline]) -> None: ...
+
+    def line(self, offset: int) -> int: ...
+
+    def last_line(self, range_: Range) -> int: ...
+
+
 class Frame:
     __slots__ = ()
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         """At the element's ``End`` event (the frame is off the stack already)."""
 
 
@@ -64,7 +93,7 @@ class Container(Frame):
 
     __slots__ = ("blocks", "owner", "parent", "run")
 
-    def __init__(self, b: Builder | None = None, owner: ListFrame | None = None) -> None:
+    def __init__(self, b: BuildState | None = None, owner: ListFrame | None = None) -> None:
         self.blocks: list[Block] = []
         self.run: list[Inline] = []
         self.owner = owner  # the list of an item
@@ -74,7 +103,7 @@ class Container(Frame):
             b.container = self
             b.out = self.run
 
-    def leave(self, b: Builder) -> None:
+    def leave(self, b: BuildState) -> None:
         parent: Container = self.parent  # type: ignore[assignment]
         b.container = parent
         b.out = parent.run
@@ -83,7 +112,7 @@ class Container(Frame):
 class QuoteFrame(Container):
     __slots__ = ()
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         self.leave(b)
         b.depth -= 1
         if self.blocks:
@@ -93,7 +122,7 @@ class QuoteFrame(Container):
 class ItemFrame(Container):
     __slots__ = ()
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         if self.run:
             b.flush_run()
         self.leave(b)
@@ -112,15 +141,15 @@ class ListFrame(Frame):
         self.last_line: int | None = None
         self.has_table = False  # directly in an item: such a list is spaced out
 
-    def item_at(self, b: Builder, range_: Range) -> None:
+    def item_at(self, b: BuildState, range_: Range) -> None:
         if self.last_line is not None and b.line(range_["start"]) > self.last_line + 1:
             self.spaced = True
 
-    def block_at(self, b: Builder, range_: Range) -> None:
+    def block_at(self, b: BuildState, range_: Range) -> None:
         self.item_at(b, range_)
         self.last_line = b.last_line(range_)
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         b.depth -= 1
         if self.has_table:  # a table runs on into whatever follows it without a blank line
             tight = False
@@ -138,7 +167,7 @@ class _Paragraph(Frame):
 
     __slots__ = ()
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         children = b.out
         b.out = b.container.run
         b.add_paragraph(children)
@@ -150,12 +179,12 @@ PARAGRAPH = _Paragraph()
 class HeadingFrame(Frame):
     __slots__ = ("children", "level")
 
-    def __init__(self, b: Builder, level: int) -> None:
+    def __init__(self, b: BuildState, level: int) -> None:
         self.level = level
         self.children: list[Inline] = []
         b.out = self.children
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         b.finish_text()
         b.out = b.container.run
         children = strip_inlines(self.children)
@@ -171,7 +200,7 @@ class TableFrame(Frame):
         self.header: list[list[Inline]] = []
         self.rows: list[list[list[Inline]]] = []
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         b.add_block(make_table(self.header, self.rows, self.aligns))
         if b.container.owner is not None:
             b.container.owner.has_table = True
@@ -185,7 +214,7 @@ class RowFrame(Frame):
         self.head = head
         self.cells: list[list[Inline]] = []
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         if self.head:
             self.table.header = self.cells
         else:
@@ -198,7 +227,7 @@ class _Cell(Frame):
 
     __slots__ = ()
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         b.finish_text()
         b.stack[-1].cells.append(strip_inlines(b.out))  # type: ignore[attr-defined]
         b.out = b.container.run
@@ -210,14 +239,14 @@ CELL = _Cell()
 class StyledFrame(Frame):
     __slots__ = ("children", "parent", "style")
 
-    def __init__(self, b: Builder, style: Style) -> None:
+    def __init__(self, b: BuildState, style: Style) -> None:
         self.style = style
         self.parent = b.out
         self.children: list[Inline] = []
         b.out = self.children
         b.depth += 1
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         b.out = self.parent
         b.depth -= 1
         if self.children:
@@ -228,14 +257,14 @@ class StyledFrame(Frame):
 class LinkFrame(Frame):
     __slots__ = ("link", "parent")
 
-    def __init__(self, b: Builder, href: str, auto: bool) -> None:
+    def __init__(self, b: BuildState, href: str, auto: bool) -> None:
         self.link = Link(href, [], auto=auto)
         self.parent = b.out
         b.out = self.link.children
         b.depth += 1
         b.in_link = True
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         b.finish_text()
         b.out = self.parent
         b.depth -= 1
@@ -254,7 +283,7 @@ class AsWritten(Frame):
 
     __slots__ = ("opening", "start", "tail")
 
-    def __init__(self, b: Builder, opening: str, tail: str | None) -> None:
+    def __init__(self, b: BuildState, opening: str, tail: str | None) -> None:
         if tail is None and b.data is None:
             raise NeedRanges
         self.opening = opening
@@ -262,7 +291,7 @@ class AsWritten(Frame):
         self.tail = tail
         b.text(opening)
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         tail = self.tail
         if tail is None:
             start, end = self.start["start"], self.start["end"]
@@ -276,12 +305,12 @@ class Collect(Frame):
 
     __slots__ = ("parts", "saved_flat", "saved_parts")
 
-    def __init__(self, b: Builder, flat: bool = False) -> None:
+    def __init__(self, b: BuildState, flat: bool = False) -> None:
         self.parts: list[str] = []
         self.saved_parts, self.saved_flat = b.parts, b.flat
         b.parts, b.flat = self.parts, flat
 
-    def collected(self, b: Builder) -> str:
+    def collected(self, b: BuildState) -> str:
         b.parts, b.flat = self.saved_parts, self.saved_flat
         return "".join(self.parts)
 
@@ -289,11 +318,11 @@ class Collect(Frame):
 class CodeFrame(Collect):
     __slots__ = ("info",)
 
-    def __init__(self, b: Builder, info: str) -> None:
+    def __init__(self, b: BuildState, info: str) -> None:
         super().__init__(b)
         self.info = info
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         code = trim_blank_lines(self.collected(b))
         if code:
             b.add_block(CodeBlock(code, code_language(self.info)))
@@ -302,7 +331,7 @@ class CodeFrame(Collect):
 class HtmlFrame(Collect):
     __slots__ = ()
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         for paragraph in literal_paragraphs(self.collected(b)):
             b.add_block(paragraph)
 
@@ -312,12 +341,12 @@ class ImageFrame(Collect):
 
     __slots__ = ("href", "nested")
 
-    def __init__(self, b: Builder, href: str) -> None:
+    def __init__(self, b: BuildState, href: str) -> None:
         self.href = href
         self.nested = b.parts is not None  # in another image's description
         super().__init__(b)
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         alt = self.collected(b).strip()
         if self.nested:
             b.parts.append(alt)  # type: ignore[union-attr]
@@ -335,11 +364,11 @@ class FlatFrame(Collect):
 
     __slots__ = ("block",)
 
-    def __init__(self, b: Builder, block: bool) -> None:
+    def __init__(self, b: BuildState, block: bool) -> None:
         super().__init__(b, flat=True)
         self.block = block
 
-    def close(self, b: Builder) -> None:
+    def close(self, b: BuildState) -> None:
         text = self.collected(b).strip("\n")
         if not self.block:
             b.out.append(Text(text.replace("\n", " ")))

@@ -35,12 +35,7 @@ WIRING = frozenset({"gateway.daemon", "gateway.cli"})
 # Modules of ``connectors`` every connector shares; every other module there belongs to one platform.
 SHARED_CONNECTOR_MODULES = frozenset({"base", "pacing", "policy", "render"})
 
-ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset(
-    {
-        # Cycle connectors.render.build <-> connectors.render.frames (type-checking import).
-        ("connectors.render.frames", "connectors.render.build"),
-    }
-)
+ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset()
 
 Kind = Literal["module", "lazy", "type"]
 
