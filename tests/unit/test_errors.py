@@ -18,6 +18,7 @@ from gateway.cli.common import CommandError
 from gateway.control_client import DaemonNotRunningError
 from gateway.data_dir import AlreadyRunningError
 from gateway.delegation import DelegationError
+from gateway.documents import DocumentError
 from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError, TransientError
 from gateway.host_tools import SessionError
 from gateway.intake import ShuttingDownError
@@ -40,8 +41,8 @@ from tools.base import ToolError
 from tools.bridge import BridgeAuthError
 from tools.bridge_client import BridgeRequestError, BridgeUnavailableError
 from tools.mcp_server import SessionRefusedError
-
 from tools.workspace.image_format import ImageFormatError
+
 PACKAGES = ("gateway", "connectors", "tools")
 BRANCHES = (ConfigError, RefusedError, TransientError, PlatformError)
 
@@ -49,6 +50,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SandboxError: ConfigError,
     AlreadyRunningError: RefusedError,
     FileTooLargeError: RefusedError,
+    DocumentError: RefusedError,
     BridgeAuthError: RefusedError,
     BridgeRequestError: RefusedError,
     ChatFailedError: RefusedError,
