@@ -136,7 +136,6 @@ def setup_logging(
         "slack_bolt",
         "slack_sdk",
         "discord",
-        "aiosqlite",
         "mcp",
         "anthropic",
         "openai",
