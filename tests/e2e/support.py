@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.daemon import Gateway
+from tests.store_helpers import fetch_rows
 
 
 def transcript(body: dict[str, Any]) -> str:
@@ -34,7 +35,7 @@ async def wait_until_stored(gw: Gateway, text: str, timeout: float = 5.0) -> Non
     """Until a message with exactly this text is in the database."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not await gw.components.db.fetchall("SELECT id FROM messages WHERE text = ?", (text,)):
+    while not await fetch_rows(gw.components.db, "SELECT id FROM messages WHERE text = ?", (text,)):
         if loop.time() > deadline:
             raise AssertionError(f"{text!r} was not stored")
         await asyncio.sleep(0.02)

@@ -24,6 +24,7 @@ from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_rows
 
 CHANNEL = "team-discord"
 DISCORD_LIMIT = 2000
@@ -269,9 +270,11 @@ async def test_a_replayed_message_create_is_answered_once(
         await fake.wait_for_sent(fake.channel_id, 2)
         await asyncio.sleep(0.3)
 
-        users = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
-        copies = await gw.components.db.fetchall(
-            "SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (asked,)
+        users = await fetch_rows(
+            gw.components.db, "SELECT text FROM messages WHERE role = 'user' ORDER BY id"
+        )
+        copies = await fetch_rows(
+            gw.components.db, "SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (asked,)
         )
 
     assert contents(fake.sent(fake.channel_id)) == ["re: count me once", "re: and this one"]
@@ -302,9 +305,9 @@ async def test_an_unauthorized_user_gets_nothing_and_nothing_is_stored(
         await wait_until(lambda: len(refusals()) >= 2, 5.0, "two refusals")
         await asyncio.sleep(0.3)
 
-        messages = await gw.components.db.fetchall("SELECT id FROM messages")
-        threads = await gw.components.db.fetchall("SELECT id FROM threads")
-        events = await gw.components.db.fetchall("SELECT event_id FROM inbox_dedupe")
+        messages = await fetch_rows(gw.components.db, "SELECT id FROM messages")
+        threads = await fetch_rows(gw.components.db, "SELECT id FROM threads")
+        events = await fetch_rows(gw.components.db, "SELECT event_id FROM inbox_dedupe")
 
     assert messages == [] and threads == [] and events == []
     assert fake.sent(fake.dm_channel_id) == [] and fake.sent(fake.channel_id) == []

@@ -21,6 +21,7 @@ from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
 from tests.fakes.slack_api import MAX_TEXT, Envelope, FakeSlack
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_row, fetch_rows
 
 NAME = "team-slack"
 DM = "D0DM00001"
@@ -91,9 +92,10 @@ async def settled(gw: Gateway, timeout: float = WAIT) -> None:
     """Wait until no turn is queued or running and nothing waits in the outbox."""
     deadline = time.monotonic() + timeout
     while True:
-        row = await gw.components.db.fetchone(
+        row = await fetch_row(
+            gw.components.db,
             "SELECT (SELECT COUNT(*) FROM queue_items WHERE status IN ('pending', 'leased')) "
-            "+ (SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'sending')) AS busy"
+            "+ (SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'sending')) AS busy",
         )
         if row["busy"] == 0 and gw.components.queue.running_count == 0:
             return
@@ -124,7 +126,7 @@ async def all_acked(slack: FakeSlack) -> None:
 
 
 async def user_texts(gw: Gateway) -> list[str]:
-    rows = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
+    rows = await fetch_rows(gw.components.db, "SELECT text FROM messages WHERE role = 'user' ORDER BY id")
     return [r["text"] for r in rows]
 
 
@@ -238,7 +240,7 @@ async def test_a_long_answer_arrives_as_ordered_valid_chunks(
             await slack.inject_message(DM, "write the report", user=ADA)
             await slack.wait_for_posted(DM, messages, timeout=WAIT)
             await settled(gw)
-            rows = await gw.components.db.fetchall("SELECT status, plain FROM outbox ORDER BY id")
+            rows = await fetch_rows(gw.components.db, "SELECT status, plain FROM outbox ORDER BY id")
 
     posted = slack.posted(DM)
     assert len(posted) == len(rows) == messages and {r["status"] for r in rows} == {"sent"}
@@ -319,9 +321,9 @@ async def test_an_unauthorized_user_gets_nothing_and_nothing_is_stored(
             ts = await slack.inject_message(DM, "let me in", user="U0STRANGE")
             await acked(slack, envelope_of(slack, DM, ts))  # acknowledged: Slack won't retry it
             await settled(gw)
-            threads = await gw.components.db.fetchall("SELECT * FROM threads")
-            messages = await gw.components.db.fetchall("SELECT * FROM messages")
-            seen = await gw.components.db.fetchall("SELECT * FROM inbox_dedupe")
+            threads = await fetch_rows(gw.components.db, "SELECT * FROM threads")
+            messages = await fetch_rows(gw.components.db, "SELECT * FROM messages")
+            seen = await fetch_rows(gw.components.db, "SELECT * FROM inbox_dedupe")
             records = list(caplog.records)
 
     assert (threads, messages, seen) == ([], [], [])
@@ -365,8 +367,9 @@ async def test_a_notification_goes_to_the_home_chat(tmp_path: Path) -> None:
             result = await gw.components.poster.notify(NAME, None, "**deploy** done")
             [posted] = await slack.wait_for_posted(ALERTS, 1, timeout=WAIT)
             await settled(gw)
-            stored = await gw.components.db.fetchall(
-                "SELECT m.role, m.text, t.chat_id FROM messages m JOIN threads t ON t.id = m.thread_id"
+            stored = await fetch_rows(
+                gw.components.db,
+                "SELECT m.role, m.text, t.chat_id FROM messages m JOIN threads t ON t.id = m.thread_id",
             )
 
     assert len(result.outbox_ids) == 1

@@ -24,6 +24,7 @@ from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
 from tests.fakes.telegram_api import FakeTelegramAPI, SentMessage, parse_html, utf16_len
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_rows
 
 CHANNEL = "team-telegram"
 TELEGRAM_LIMIT = 4096
@@ -171,8 +172,10 @@ async def test_each_forum_topic_is_its_own_thread(
         )
         sent = await fake.wait_for_sent(FORUM, 3, timeout=REPLY)
 
-        threads = await gw.components.db.fetchall(
-            "SELECT chat_id, topic, chat_type FROM threads WHERE channel = ? ORDER BY id", (CHANNEL,)
+        threads = await fetch_rows(
+            gw.components.db,
+            "SELECT chat_id, topic, chat_type FROM threads WHERE channel = ? ORDER BY id",
+            (CHANNEL,),
         )
 
     # each answer lands in the topic it was asked in, quoting the question
@@ -199,7 +202,7 @@ async def test_stop_from_the_chat_cancels_a_slow_turn(
 
         (stopped,) = await fake.wait_for_sent(USER, 1, timeout=REPLY)
         await asyncio.sleep(0.3)
-        runs = await gw.components.db.fetchall("SELECT status FROM runs")
+        runs = await fetch_rows(gw.components.db, "SELECT status FROM runs")
 
     assert stopped.text == "Stopped."
     assert texts(fake.sent_messages(USER)) == ["Stopped."]  # the late answer never arrives
@@ -348,9 +351,11 @@ async def test_an_update_redelivered_after_a_restart_is_answered_once(
         await fake.wait_for_sent(USER, 2, timeout=REPLY)
         await asyncio.sleep(0.3)
 
-        users = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
-        copies = await gw.components.db.fetchall(
-            "SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (str(update),)
+        users = await fetch_rows(
+            gw.components.db, "SELECT text FROM messages WHERE role = 'user' ORDER BY id"
+        )
+        copies = await fetch_rows(
+            gw.components.db, "SELECT event_id FROM inbox_dedupe WHERE event_id = ?", (str(update),)
         )
 
     assert texts(fake.sent_messages(USER)) == ["re: count me once", "re: and this one"]
@@ -378,7 +383,9 @@ async def test_a_webhook_update_posted_again_is_answered_once(
         await fake.wait_for_sent(USER, 2, timeout=REPLY)
         await asyncio.sleep(0.3)
 
-        users = await gw.components.db.fetchall("SELECT text FROM messages WHERE role = 'user' ORDER BY id")
+        users = await fetch_rows(
+            gw.components.db, "SELECT text FROM messages WHERE role = 'user' ORDER BY id"
+        )
 
     assert fake.calls_to("getUpdates") == []  # it really ran on the webhook
     assert texts(fake.sent_messages(USER)) == ["re: count me once", "re: and this one"]
@@ -409,9 +416,9 @@ async def test_an_unauthorized_user_gets_nothing_and_nothing_is_stored(
         await wait_until(lambda: not fake.pending_update_ids(), 5.0, "both updates acknowledged")
         await asyncio.sleep(0.3)
 
-        messages = await gw.components.db.fetchall("SELECT id FROM messages")
-        threads = await gw.components.db.fetchall("SELECT id FROM threads")
-        events = await gw.components.db.fetchall("SELECT event_id FROM inbox_dedupe")
+        messages = await fetch_rows(gw.components.db, "SELECT id FROM messages")
+        threads = await fetch_rows(gw.components.db, "SELECT id FROM threads")
+        events = await fetch_rows(gw.components.db, "SELECT event_id FROM inbox_dedupe")
 
         # the channel itself works: the allowed user is answered
         fake.inject_message(allowed, "it's me", user_id=allowed)

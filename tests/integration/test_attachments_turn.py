@@ -15,6 +15,7 @@ from typing import Any
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.harness import provider_for, running_gateway, write_config
+from tests.store_helpers import fetch_rows
 
 CHANNEL = "team-telegram"
 USER = 5151
@@ -80,8 +81,8 @@ async def test_a_turn_attaches_a_workspace_file_and_the_user_gets_it_once(tmp_pa
             telegram.inject_message(USER, "send me the report as a file", user_id=USER)
             messages = await telegram.wait_for_sent(USER, 3, timeout=30)
             await gw.components.outbox.flush(5)
-            rows = await gw.components.db.fetchall(
-                "SELECT format, status, file_name, file_path FROM outbox ORDER BY id"
+            rows = await fetch_rows(
+                gw.components.db, "SELECT format, status, file_name, file_path FROM outbox ORDER BY id"
             )
         offered = [t["name"] for t in model.requests[0]["tools"]]
         results = _results(model.requests[-1])

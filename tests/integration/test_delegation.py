@@ -12,6 +12,7 @@ from typing import Any
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_row, fetch_rows
 
 PERSONAS = {
     "alice": {
@@ -102,14 +103,17 @@ async def test_fire_and_forget_result_comes_back_into_the_callers_thread(tmp_pat
             assert sent["state"] == "submitted"
 
             async def followup() -> Any:
-                return await gw.components.db.fetchone(
+                return await fetch_row(
+                    gw.components.db,
                     "SELECT text FROM messages WHERE thread_id = ? AND role = 'assistant' AND id > "
                     "(SELECT MAX(id) FROM messages WHERE thread_id = ? AND role = 'system')",
                     (first.intake.thread_id, first.intake.thread_id),
                 )
 
             reply = await _wait(followup)
-            task = await gw.components.db.fetchone("SELECT * FROM a2a_tasks WHERE id = ?", (sent["task_id"],))
+            task = await fetch_row(
+                gw.components.db, "SELECT * FROM a2a_tasks WHERE id = ?", (sent["task_id"],)
+            )
         assert task["state"] == "completed" and task["result"] == "four"
         assert "delegated to bob completed" in reply["text"] and "four" in reply["text"]
         bob_request = of(fake, "bob")[0]
@@ -132,7 +136,7 @@ async def test_await_reply_returns_the_result_inline(tmp_path: Path) -> None:
             # One worker: the waiting caller parks its slot so bob can still run.
             turn = await say(gw, "ask bob and wait")
             await asyncio.sleep(0.3)
-            system_rows = await gw.components.db.fetchall("SELECT 1 FROM messages WHERE role = 'system'")
+            system_rows = await fetch_rows(gw.components.db, "SELECT 1 FROM messages WHERE role = 'system'")
         assert turn.text == "bob said Paris"
         assert system_rows == []  # answered inline: nothing posted back later
 
@@ -150,7 +154,7 @@ async def test_await_reply_timeout_then_result_is_delivered(tmp_path: Path) -> N
             turn = await say(gw, "go")
             result = json.loads(_tool_results(of(fake, "alice")[1])[0])
             delivered = await _wait(
-                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+                lambda: fetch_row(gw.components.db, "SELECT text FROM messages WHERE role = 'system'")
             )
         assert result["state"] == "timeout" and turn.text == "noted"
         assert "done late" in delivered["text"]
@@ -173,9 +177,11 @@ async def test_scope_hops_and_cycles_are_refused_with_reasons(tmp_path: Path) ->
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "start")
             task = await _wait(
-                lambda: gw.components.db.fetchone("SELECT result FROM a2a_tasks WHERE state = 'completed'")
+                lambda: fetch_row(gw.components.db, "SELECT result FROM a2a_tasks WHERE state = 'completed'")
             )
-            audit = await gw.components.db.fetchall("SELECT detail FROM audit_log WHERE decision = 'refused'")
+            audit = await fetch_rows(
+                gw.components.db, "SELECT detail FROM audit_log WHERE decision = 'refused'"
+            )
         # bob holds persona.send:carol only: reaching alice is refused by scope before any cycle check.
         assert "bob got:" in task["result"]
         assert any("alice" in (row["detail"] or "") for row in audit)
@@ -196,7 +202,7 @@ async def test_cycle_refused_when_scope_allows(tmp_path: Path) -> None:
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "start")
             task = await _wait(
-                lambda: gw.components.db.fetchone("SELECT result FROM a2a_tasks WHERE state = 'completed'")
+                lambda: fetch_row(gw.components.db, "SELECT result FROM a2a_tasks WHERE state = 'completed'")
             )
         assert "cycle" in task["result"] and "alice -> carol -> alice" in task["result"]
 
@@ -244,10 +250,10 @@ async def test_background_agent_reports_back_into_the_thread(tmp_path: Path) -> 
             turn = await say(gw, "check the logs in the background")
             spawned = json.loads(_tool_results(of(fake, "alice")[1])[0])
             notice = await _wait(
-                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+                lambda: fetch_row(gw.components.db, "SELECT text FROM messages WHERE role = 'system'")
             )
-            task = await gw.components.db.fetchone(
-                "SELECT * FROM background_tasks WHERE id = ?", (spawned["taskId"],)
+            task = await fetch_row(
+                gw.components.db, "SELECT * FROM background_tasks WHERE id = ?", (spawned["taskId"],)
             )
         assert spawned["state"] == "queued" and spawned["timeoutMinutes"] >= 15
         assert turn.status == "completed"
@@ -275,10 +281,10 @@ async def test_a_task_interrupted_by_a_restart_runs_again(tmp_path: Path) -> Non
         slow_bob["delay"] = 0.0
         async with running_gateway(cfg) as gw:
             task = await _wait(
-                lambda: gw.components.db.fetchone("SELECT * FROM a2a_tasks WHERE state = 'completed'")
+                lambda: fetch_row(gw.components.db, "SELECT * FROM a2a_tasks WHERE state = 'completed'")
             )
             notice = await _wait(
-                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+                lambda: fetch_row(gw.components.db, "SELECT text FROM messages WHERE role = 'system'")
             )
         assert task["result"] == "research result"
         assert "research result" in notice["text"]
@@ -296,9 +302,11 @@ async def test_a_background_session_cannot_spawn_sessions(tmp_path: Path) -> Non
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "start background work")
             task = await _wait(
-                lambda: gw.components.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
+                lambda: fetch_row(
+                    gw.components.db, "SELECT * FROM background_tasks WHERE state = 'completed'"
+                )
             )
-            spawned = await gw.components.db.fetchall("SELECT id FROM background_tasks")
+            spawned = await fetch_rows(gw.components.db, "SELECT id FROM background_tasks")
         session_requests = [r for r in of(fake, "alice") if "nested work" in last_user_text(r)]
         assert session_requests
         assert all("background_agent" not in json.dumps(r.get("tools", [])) for r in session_requests)
@@ -347,12 +355,15 @@ async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
             )
             canceled = await tool.handler(owner, {"action": "cancel", "taskId": task_id})
             task = await _wait(
-                lambda: gw.components.db.fetchone(
-                    "SELECT * FROM background_tasks WHERE id = ? AND state = 'canceled'", (task_id,)
+                lambda: fetch_row(
+                    gw.components.db,
+                    "SELECT * FROM background_tasks WHERE id = ? AND state = 'canceled'",
+                    (task_id,),
                 )
             )
             run = await _wait(
-                lambda: gw.components.db.fetchone(
+                lambda: fetch_row(
+                    gw.components.db,
                     "SELECT status FROM runs WHERE thread_id = ? AND status = 'canceled'",
                     (task["thread_id"],),
                 )
@@ -377,10 +388,12 @@ async def test_a_background_task_interrupted_by_a_restart_runs_again(tmp_path: P
         slow["delay"] = 0.0
         async with running_gateway(cfg) as gw:
             task = await _wait(
-                lambda: gw.components.db.fetchone("SELECT * FROM background_tasks WHERE state = 'completed'")
+                lambda: fetch_row(
+                    gw.components.db, "SELECT * FROM background_tasks WHERE state = 'completed'"
+                )
             )
             notice = await _wait(
-                lambda: gw.components.db.fetchone("SELECT text FROM messages WHERE role = 'system'")
+                lambda: fetch_row(gw.components.db, "SELECT text FROM messages WHERE role = 'system'")
             )
         assert task["result"] == "indexed" and "indexed" in notice["text"]
         assert len(of(fake, "bob")) == 2

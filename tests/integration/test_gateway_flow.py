@@ -11,6 +11,7 @@ from connectors.base import InboundEvent, IntakeStatus, Sender, ThreadKey
 from tests.fakes.model_api import Error, FakeAnthropic, FakeOpenAI, Reply, echo_responder
 from tests.fakes.model_script import last_user_text
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_row, fetch_rows
 
 
 async def _model_called(fake: FakeAnthropic, times: int = 1) -> None:
@@ -64,8 +65,8 @@ async def test_redelivered_event_produces_one_message_and_one_turn(tmp_path: Pat
             again = await gw.components.control.console(None).submit("main", "once", event_id="evt-1")
             assert again.status is IntakeStatus.DUPLICATE
             await asyncio.sleep(0.2)
-            rows = await gw.components.db.fetchall(
-                "SELECT role FROM messages WHERE thread_id = ?", (first.intake.thread_id,)
+            rows = await fetch_rows(
+                gw.components.db, "SELECT role FROM messages WHERE thread_id = ?", (first.intake.thread_id,)
             )
         assert [r["role"] for r in rows] == ["user", "assistant"]
         assert len(fake.requests) == 1
@@ -113,8 +114,10 @@ async def test_stop_cancels_the_running_turn_and_says_so(tmp_path: Path) -> None
             await _model_called(fake)
             stop = await gw.components.control.console(None).submit("main", "/stop")
             turn = await long_turn
-            status = await gw.components.db.fetchone(
-                "SELECT status FROM queue_items WHERE message_id = ?", (turn.intake.message_id,)
+            status = await fetch_row(
+                gw.components.db,
+                "SELECT status FROM queue_items WHERE message_id = ?",
+                (turn.intake.message_id,),
             )
         assert stop.status is IntakeStatus.STORED
         assert turn.status == "canceled"

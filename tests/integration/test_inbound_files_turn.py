@@ -14,6 +14,7 @@ from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.pdf_maker import make_pdf
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.harness import provider_for, running_gateway, write_config
+from tests.store_helpers import fetch_rows
 
 CHANNEL = "team-telegram"
 ANN, BOB = 6101, 6202
@@ -101,8 +102,9 @@ async def test_inbound_files_are_opened_by_their_workspace_path_and_only_in_thei
                 BOB, "my notes", user_id=BOB, document=("notes.txt", NOTES.encode(), "text/plain")
             )
             await telegram.wait_for_sent(BOB, 1, timeout=30)
-            rows = await gw.components.db.fetchall(
-                "SELECT id, thread_id, attachments FROM messages WHERE role = 'user' ORDER BY id"
+            rows = await fetch_rows(
+                gw.components.db,
+                "SELECT id, thread_id, attachments FROM messages WHERE role = 'user' ORDER BY id",
             )
     first = model.requests[0]
     data = tmp_path / "data"

@@ -25,6 +25,7 @@ from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.harness import provider_for, running_gateway, write_config
+from tests.store_helpers import fetch_row, fetch_rows
 
 CHANNEL = "team-telegram"
 USER = 4242
@@ -99,8 +100,8 @@ async def test_a_5_mb_message_reaches_the_model_cut_with_the_full_text_attached(
         fake.inject_message(USER, original, user_id=USER, first_name="Ada")
         (reply,) = await fake.wait_for_sent(USER, 1, timeout=30)
 
-        (row,) = await gw.components.db.fetchall(
-            "SELECT id, thread_id, text, attachments FROM messages WHERE role = 'user'"
+        (row,) = await fetch_rows(
+            gw.components.db, "SELECT id, thread_id, text, attachments FROM messages WHERE role = 'user'"
         )
 
     (request,) = persona_runs(model)
@@ -131,7 +132,7 @@ async def test_a_flood_from_one_group_member_is_answered_at_the_rate_with_one_no
         started = time.monotonic()
         for i in range(1000):
             fake.inject_message(GROUP, f"message {i}", user_id=USER, chat_type="supergroup", first_name="Ada")
-        while (await gw.components.db.fetchone("SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))[
+        while (await fetch_row(gw.components.db, "SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))[
             "n"
         ] < 1000:
             assert time.monotonic() - started < window, "intake too slow for this test's window"
@@ -140,9 +141,9 @@ async def test_a_flood_from_one_group_member_is_answered_at_the_rate_with_one_no
         await wait_for_text(fake, GROUP, "seen: [Ada] message 999", timeout=window + 20)
         await asyncio.sleep(0.5)  # a turn that should not happen would start by now
 
-        stored = (await gw.components.db.fetchone("SELECT COUNT(*) AS n FROM messages WHERE role = 'user'"))[
-            "n"
-        ]
+        stored = (
+            await fetch_row(gw.components.db, "SELECT COUNT(*) AS n FROM messages WHERE role = 'user'")
+        )["n"]
 
     assert stored == 1000
     # At most `per_user` prompt messages (fewer turns, as they coalesce), then one turn for the rest.

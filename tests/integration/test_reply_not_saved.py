@@ -12,6 +12,7 @@ from gateway.daemon import Gateway
 from tests.fakes.model_api import FakeAnthropic
 from tests.fakes.model_script import last_user_text
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import execute_sql, fetch_row, fetch_rows
 
 # The database refuses the assistant message of a batch's first attempt, as a full disk
 # would; the retry (attempt 2) may write it.
@@ -29,22 +30,26 @@ BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END
 
 
 async def runs_of(gw: Gateway, thread_id: int | None) -> list[dict[str, Any]]:
-    rows = await gw.components.db.fetchall("SELECT * FROM runs WHERE thread_id = ? ORDER BY id", (thread_id,))
+    rows = await fetch_rows(
+        gw.components.db, "SELECT * FROM runs WHERE thread_id = ? ORDER BY id", (thread_id,)
+    )
     return [dict(r) for r in rows]
 
 
 async def test_a_reply_that_failed_to_save_is_sent_once_without_a_second_model_call(tmp_path: Path) -> None:
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
-            await gw.components.db.execute(FAIL_FIRST_ATTEMPT)
+            await execute_sql(gw.components.db, FAIL_FIRST_ATTEMPT)
             turn = await say(gw, "hello")
             await asyncio.sleep(0.3)  # a second delivery or model call would show by now
             runs = await runs_of(gw, turn.intake.thread_id)
-            sent = await gw.components.db.fetchall(
-                "SELECT text FROM outbox WHERE thread_id = ?", (turn.intake.thread_id,)
+            sent = await fetch_rows(
+                gw.components.db, "SELECT text FROM outbox WHERE thread_id = ?", (turn.intake.thread_id,)
             )
-            items = await gw.components.db.fetchall(
-                "SELECT status, attempts FROM queue_items WHERE message_id = ?", (turn.intake.message_id,)
+            items = await fetch_rows(
+                gw.components.db,
+                "SELECT status, attempts FROM queue_items WHERE message_id = ?",
+                (turn.intake.message_id,),
             )
 
     assert turn.status == "completed" and turn.texts == ["echo: hello"]
@@ -62,7 +67,7 @@ async def test_a_reply_that_failed_to_save_is_sent_once_without_a_second_model_c
 async def test_a_reply_that_never_saves_says_so_and_calls_the_model_once(tmp_path: Path) -> None:
     async with FakeAnthropic() as fake:
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake))) as gw:
-            await gw.components.db.execute(FAIL_ALWAYS)
+            await execute_sql(gw.components.db, FAIL_ALWAYS)
             turn = await say(gw, "hello")
             runs = await runs_of(gw, turn.intake.thread_id)
 
@@ -83,11 +88,11 @@ async def test_messages_sent_while_a_reply_waits_to_be_saved_get_their_own_turn(
             extra={"queue": {"backoff_base": 0.5, "backoff_max": 1.0, "max_attempts": 3}},
         )
         async with running_gateway(config) as gw:
-            await gw.components.db.execute(FAIL_FIRST_ATTEMPT)
+            await execute_sql(gw.components.db, FAIL_FIRST_ATTEMPT)
             first = asyncio.create_task(say(gw, "first"))
             async with asyncio.timeout(10):  # the first reply failed to save and waits for its retry
-                while not await gw.components.db.fetchone(
-                    "SELECT 1 FROM queue_items WHERE last_error IS NOT NULL"
+                while not await fetch_row(
+                    gw.components.db, "SELECT 1 FROM queue_items WHERE last_error IS NOT NULL"
                 ):
                     await asyncio.sleep(0.01)
             second = await say(gw, "second")

@@ -9,6 +9,7 @@ import pytest
 
 from tests.fakes.model_api import EVERY_UNIT, FakeAnthropic, FakeOpenAI, Reply
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_rows
 
 # Emoji (a ZWJ family, flags, a skin tone), CJK (one outside the BMP), combining marks.
 TEXT = "Hi 😀 👩‍👩‍👧‍👦 🇯🇵🇺🇦 👍🏽 — 中文字符 日本語 𠀋 𝄞 — e\u0301 n\u0303 a\u0308\u0304 ok"
@@ -27,12 +28,13 @@ async def test_a_reply_cut_at_every_utf16_unit_is_stored_and_sent_exactly(tmp_pa
         async with running_gateway(write_config(tmp_path, provider=provider_for(fake, kind))) as gw:
             turns = [await say(gw, "escaped"), await say(gw, "raw")]
             thread_id = turns[0].intake.thread_id
-            stored = await gw.components.db.fetchall(
+            stored = await fetch_rows(
+                gw.components.db,
                 "SELECT text FROM messages WHERE thread_id = ? AND role = 'assistant' ORDER BY id",
                 (thread_id,),
             )
-            queued = await gw.components.db.fetchall(
-                "SELECT text FROM outbox WHERE thread_id = ? ORDER BY id", (thread_id,)
+            queued = await fetch_rows(
+                gw.components.db, "SELECT text FROM outbox WHERE thread_id = ? ORDER BY id", (thread_id,)
             )
 
     assert [t.status for t in turns] == ["completed", "completed"]

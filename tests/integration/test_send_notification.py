@@ -13,6 +13,7 @@ from gateway.daemon import Gateway
 from gateway.poster import NotifyError
 from tests.fakes.model_api import FakeAnthropic
 from tests.harness import provider_for, running_gateway, write_config
+from tests.store_helpers import fetch_row
 
 
 @pytest.fixture
@@ -64,8 +65,8 @@ async def test_an_empty_notification_is_refused_over_the_socket(gw: Gateway) -> 
 
 async def test_a_notification_over_the_socket_says_where_it_went(gw: Gateway) -> None:
     reply = await send(gw, channel="console", chat=None, text="**deploy** done")
-    thread = await gw.components.db.fetchone(
-        "SELECT chat_id FROM threads WHERE id = ?", (reply.get("thread_id"),)
+    thread = await fetch_row(
+        gw.components.db, "SELECT chat_id FROM threads WHERE id = ?", (reply.get("thread_id"),)
     )
 
     assert reply["type"] == "done" and reply["ok"] is True and reply["chunks"] == 1

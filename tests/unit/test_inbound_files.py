@@ -18,6 +18,7 @@ from gateway.config import Binding
 from gateway.pipeline import Bindings, Pipeline
 from gateway.store.db import Database, open_database
 from gateway.workspaces import thread_folder
+from tests.store_helpers import fetch_row, fetch_rows
 
 KEY = ThreadKey("tg", "42")
 
@@ -51,7 +52,7 @@ def _event(*files: Attachment, event_id: str = "1") -> InboundEvent:
 
 
 async def _entries(db: Database, message_id: int | None) -> list[dict[str, Any]]:
-    row = await db.fetchone("SELECT attachments FROM messages WHERE id = ?", (message_id,))
+    row = await fetch_row(db, "SELECT attachments FROM messages WHERE id = ?", (message_id,))
     assert row is not None
     return json.loads(row["attachments"])
 
@@ -67,7 +68,7 @@ async def test_a_crash_before_the_move_is_finished_at_the_next_start(
     monkeypatch.setattr(Pipeline, "_place", crash)
     with pytest.raises(KeyboardInterrupt):
         await _pipeline(db).ingest(_event(attachment))
-    (row,) = await db.fetchall("SELECT id, thread_id FROM messages")
+    (row,) = await fetch_rows(db, "SELECT id, thread_id FROM messages")
     [entry] = await _entries(db, row["id"])
     # Committed with its final path and where the file still is: nothing dangles, nothing is lost.
     assert entry["path"] == f"/workspace/inbox/{row['id']}/a.txt" and entry["staged"] == attachment.path
@@ -96,7 +97,7 @@ async def test_a_crash_after_the_move_only_records_it(
     with pytest.raises(KeyboardInterrupt):
         await _pipeline(db).ingest(_event(attachment))
     monkeypatch.undo()
-    (row,) = await db.fetchall("SELECT id, thread_id FROM messages")
+    (row,) = await fetch_rows(db, "SELECT id, thread_id FROM messages")
     assert "staged" in (await _entries(db, row["id"]))[0]
 
     assert await _pipeline(db).recover() == 1

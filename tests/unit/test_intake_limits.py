@@ -20,6 +20,7 @@ from gateway.intake_text import cut_long_text, full_text_path
 from gateway.pipeline import Bindings, Pipeline
 from gateway.store.db import Database, open_database
 from gateway.workspaces import thread_folder
+from tests.store_helpers import fetch_row, fetch_rows
 
 RATE = RateLimitSettings(per_user=10, per_chat=30, window=60)
 GROUP = ThreadKey("tg", "-100")
@@ -232,14 +233,14 @@ async def test_a_redelivered_long_message_is_one_message_and_one_file(db: Databa
     again = await pipeline.ingest(_event(original, event_id="77"))
 
     assert again.status is IntakeStatus.DUPLICATE
-    (row,) = await db.fetchall("SELECT text, attachments FROM messages WHERE id = ?", (first.message_id,))
+    (row,) = await fetch_rows(db, "SELECT text, attachments FROM messages WHERE id = ?", (first.message_id,))
     assert len(row["text"]) < 20_200 and row["text"].startswith(original[:20_000])
     [attachment] = json.loads(row["attachments"])
     assert attachment["path"] == f"/workspace/inbox/{first.message_id}/message-77.txt"
     folder = thread_folder(tmp_path, "p", first.thread_id or 0) / "inbox" / str(first.message_id)
     assert [p.name for p in folder.iterdir()] == ["message-77.txt"]
     assert contents(str(folder / "message-77.txt")) == original
-    assert (await db.fetchone("SELECT COUNT(*) AS n FROM messages"))["n"] == 1
+    assert (await fetch_row(db, "SELECT COUNT(*) AS n FROM messages"))["n"] == 1
 
 
 async def test_a_message_over_the_rate_is_stored_and_handed_to_the_queue_when_due(
@@ -263,7 +264,7 @@ async def test_a_message_over_the_rate_is_stored_and_handed_to_the_queue_when_du
 
     assert {r.status for r in results} == {IntakeStatus.ACCEPTED}
     assert len(queued) == 2  # the two within the rate; the rest are not due yet
-    rows = await db.fetchall("SELECT available_at FROM queue_items ORDER BY id")
+    rows = await fetch_rows(db, "SELECT available_at FROM queue_items ORDER BY id")
     assert [r["available_at"] > started + 0.9 for r in rows] == [False, False, True, True, True]
     assert len({r["available_at"] for r in rows[2:]}) == 1
     assert len(notices) == 1 and "faster than I can answer" in notices[0]
@@ -280,7 +281,7 @@ async def test_a_message_due_now_takes_the_waiting_ones_along(db: Database, tmp_
     before = time.time()
     await pipeline.ingest(_event("bob asks", event_id="b", sender="8"))
 
-    rows = await db.fetchall("SELECT available_at FROM queue_items WHERE status = 'pending'")
+    rows = await fetch_rows(db, "SELECT available_at FROM queue_items WHERE status = 'pending'")
     assert len(rows) == 4
     assert all(r["available_at"] <= before + 1 for r in rows)
 

@@ -14,6 +14,7 @@ from connectors.base import ConnectorHealth, OutboundChunk, RenderedChunk, SendR
 from gateway.config import OutboxSettings
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks
 from gateway.store.db import Database, open_database
+from tests.store_helpers import fetch_row, fetch_rows
 
 
 class RaisingConnector:
@@ -61,7 +62,7 @@ async def _queue_reply(db: Database, texts: list[str]) -> int:
 
 
 async def _statuses(db: Database) -> list[str]:
-    return [r["status"] for r in await db.fetchall("SELECT status FROM outbox ORDER BY id")]
+    return [r["status"] for r in await fetch_rows(db, "SELECT status FROM outbox ORDER BY id")]
 
 
 async def test_a_connector_that_raises_is_retried_and_the_reply_arrives_once(
@@ -92,6 +93,6 @@ async def test_a_connector_that_always_raises_ends_failed_not_unknown(db: Databa
             assert statuses[0] in ("pending", "sending"), statuses
             await asyncio.sleep(0.01)
     await outbox.close()
-    row = await db.fetchone("SELECT attempts, error FROM outbox")
+    row = await fetch_row(db, "SELECT attempts, error FROM outbox")
     assert row["attempts"] == 3
     assert "KeyError" in row["error"]

@@ -20,6 +20,7 @@ from gateway.outbox import Outbox, ThreadAddress, enqueue_files
 from gateway.outbox_spool import FileSource, FileSpool, FileTooLargeError
 from gateway.store.db import Database, open_database
 from gateway.store.outbox import mark_sending, next_pending
+from tests.store_helpers import fetch_row
 
 
 class FileConnector:
@@ -99,7 +100,7 @@ async def test_the_copy_is_what_is_sent_and_it_is_removed_after_delivery(
     assert await outbox.flush(5)
     await outbox.close()
     assert connector.uploaded == [("report.csv", b"a,b\n1,2\n")]
-    row = await db.fetchone("SELECT status, format, text, file_size, file_sha256 FROM outbox")
+    row = await fetch_row(db, "SELECT status, format, text, file_size, file_sha256 FROM outbox")
     assert (row["status"], row["format"], row["text"]) == ("sent", "file", "[file report.csv, 8 bytes]")
     assert row["file_size"] == 8 and len(row["file_sha256"]) == 64
     assert _spooled(spool) == []
@@ -121,7 +122,7 @@ async def test_a_file_on_the_wire_at_a_crash_is_unknown_unless_resending_is_safe
     await outbox.recover()
     assert await outbox.flush(5)
     await outbox.close()
-    assert (await db.fetchone("SELECT status FROM outbox"))["status"] == status
+    assert (await fetch_row(db, "SELECT status FROM outbox"))["status"] == status
     assert len(connector.uploaded) == uploads
     assert _spooled(spool) == []
 

@@ -19,6 +19,7 @@ from gateway.errors import TransientError
 from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, TurnQueue, complete_in, dead_letters
 from gateway.runtime.model import ProviderError
 from gateway.store.db import Database, open_database
+from tests.store_helpers import fetch_row
 
 SETTINGS = QueueSettings(max_attempts=4, backoff_base=0.01, backoff_max=0.02)
 
@@ -80,7 +81,7 @@ async def run_one(db: Database, handler: Scripted) -> tuple[str, BaseException |
             error, failure = await handler.ended
     finally:
         await queue.stop(grace=1)
-    (status,) = await db.fetchone("SELECT status FROM queue_items WHERE thread_id = ?", (thread_id,))
+    (status,) = await fetch_row(db, "SELECT status FROM queue_items WHERE thread_id = ?", (thread_id,))
     return error, failure, status
 
 

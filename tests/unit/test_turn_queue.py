@@ -14,6 +14,7 @@ import pytest
 from gateway.config import QueueSettings
 from gateway.queue import Batch, TurnHandler, TurnQueue, complete_in
 from gateway.store.db import Database, open_database
+from tests.store_helpers import execute_sql, fetch_rows
 
 
 class FlakyStart(TurnHandler):
@@ -73,14 +74,16 @@ async def test_a_failed_lease_is_tried_again_without_new_work(db: Database) -> N
         await queue.stop(grace=1)
     assert batch.ids == (item_id,)
     assert handler.failures == 0
-    rows = await db.fetchall("SELECT status FROM queue_items WHERE id = ?", (item_id,))
+    rows = await fetch_rows(db, "SELECT status FROM queue_items WHERE id = ?", (item_id,))
     assert rows[0]["status"] == "done"
 
 
 async def test_work_pending_behind_a_batch_runs_without_new_notice(db: Database) -> None:
     # A schedule runs alone, so the message queued behind it is leased by a second turn.
     thread_id, schedule_id = await enqueue(db)
-    await db.execute("UPDATE queue_items SET kind = 'schedule', payload = '{}' WHERE id = ?", (schedule_id,))
+    await execute_sql(
+        db, "UPDATE queue_items SET kind = 'schedule', payload = '{}' WHERE id = ?", (schedule_id,)
+    )
     now = time.time()
     message_id = await db.run_transaction(
         lambda conn: conn.execute(
@@ -140,7 +143,7 @@ async def test_stop_while_the_turn_is_being_leased_ends_that_turn_and_leaves_not
             assert queue.cancel(thread_id)  # the lease is still on the database thread
             while queue.busy(thread_id):
                 await asyncio.sleep(0.01)
-        rows = await db.fetchall("SELECT status FROM queue_items WHERE id = ?", (item_id,))
+        rows = await fetch_rows(db, "SELECT status FROM queue_items WHERE id = ?", (item_id,))
         assert rows[0]["status"] == "canceled"
         assert [b.ids for b in handler.stopped] == [(item_id,)]
         assert handler.ran == []

@@ -16,6 +16,7 @@ from gateway.personas import Persona, load_personas
 from gateway.store import readonly
 from gateway.store.db import DB_FILE, Database, open_database
 from tests.harness import write_config
+from tests.store_helpers import fetch_rows
 from tools.base import HostTool
 from tools.bridge import Bridge, RunIdentity
 from tools.bridge_client import BridgeClient, BridgeCredentials
@@ -63,7 +64,8 @@ class BridgeEnv:
 
     async def audit(self, run_id: int | None = None) -> list[dict[str, Any]]:
         await self.bridge.audit.flush()
-        rows = await self.db.fetchall(
+        rows = await fetch_rows(
+            self.db,
             "SELECT run_id, thread_id, persona, tool, decision, status, detail FROM audit_log "
             "WHERE ? IS NULL OR run_id = ? ORDER BY id",
             (run_id, run_id),

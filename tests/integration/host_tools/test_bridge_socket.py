@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.integration.host_tools.conftest import BridgeEnv, add_thread
+from tests.store_helpers import fetch_row
 from tools.bridge import BridgeAuthError
 from tools.bridge_server import MAX_LINE
 
@@ -72,7 +73,7 @@ async def test_forged_claims_are_refused_and_audited(
     assert rows[0]["run_id"] == claimed_run and rows[0]["tool"] == "memory_access"
     assert rows[0]["persona"] == claims.get("persona", "assistant")
     # Nothing ran: the item was never written.
-    assert await bridge_env.db.fetchone("SELECT 1 FROM memory_items") is None
+    assert await fetch_row(bridge_env.db, "SELECT 1 FROM memory_items") is None
 
 
 async def test_a_finished_run_is_refused(bridge_env: BridgeEnv) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.harness import provider_for, running_gateway, say, write_config
+from tests.store_helpers import fetch_row, fetch_rows
 
 
 def _config(tmp_path: Path, fake: FakeAnthropic, labels: list[str]) -> Path:
@@ -57,13 +58,14 @@ async def test_a_message_sent_to_another_channel_is_delivered_rendered_and_recor
             with other.attach("inbox") as deliveries:
                 turn = await say(gw, "tell the other channel the deploy is done")
                 delivered = await asyncio.wait_for(deliveries.get(), 5)
-            recipient = await gw.components.db.fetchone(
+            recipient = await fetch_row(
+                gw.components.db,
                 "SELECT t.id, t.persona, m.text, m.persona AS sender FROM threads t JOIN messages m ON m.thread_id = t.id "
-                "WHERE t.channel = 'other' AND t.chat_id = 'inbox'"
+                "WHERE t.channel = 'other' AND t.chat_id = 'inbox'",
             )
             await gw.components.host_tools.bridge.audit.flush()
-            audit = await gw.components.db.fetchall(
-                "SELECT tool, decision, status, detail FROM audit_log ORDER BY id"
+            audit = await fetch_rows(
+                gw.components.db, "SELECT tool, decision, status, detail FROM audit_log ORDER BY id"
             )
     assert turn.status == "completed" and turn.text == "Posted it."
     # The console's native format is Markdown (the chat client renders it).
@@ -99,8 +101,9 @@ async def test_sending_to_this_conversations_channel_lands_here(tmp_path: Path) 
         async with running_gateway(_config(tmp_path, fake, ["channel.send:*"])) as gw:
             turn = await say(gw, "remind me here", thread="desk")
             await gw.components.outbox.flush(5)
-            rows = await gw.components.db.fetchall(
-                "SELECT o.text, o.status, o.thread_id FROM outbox o WHERE o.chat_id = 'desk' ORDER BY o.id"
+            rows = await fetch_rows(
+                gw.components.db,
+                "SELECT o.text, o.status, o.thread_id FROM outbox o WHERE o.chat_id = 'desk' ORDER BY o.id",
             )
     assert turn.text == "done"
     assert [(r["text"], r["status"], r["thread_id"]) for r in rows] == [
@@ -121,8 +124,8 @@ async def test_refusals_reach_the_model_as_error_results(tmp_path: Path) -> None
         labels = ["channel.send:other", "channel.send:nohome", "channel.send:nowhere"]
         async with running_gateway(_config(tmp_path, fake, labels)) as gw:
             turn = await say(gw, "send it everywhere")
-            sent = await gw.components.db.fetchone(
-                "SELECT COUNT(*) AS n FROM threads WHERE channel != 'console'"
+            sent = await fetch_row(
+                gw.components.db, "SELECT COUNT(*) AS n FROM threads WHERE channel != 'console'"
             )
     assert turn.text == "I could not send it."
     results = _tool_results(fake.requests[1])

@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.daemon import talon_env
 from tests.integration.host_tools.conftest import BridgeEnv, make_bridge_env
+from tests.store_helpers import fetch_row
 from tools import registry
 from tools.mcp_server import build_server, main
 
@@ -73,7 +74,7 @@ async def test_the_stdio_server_acts_as_the_run_in_its_environment(env: BridgeEn
     assert listed_after.tools == listed.tools
     assert json.loads(read.content[0].text)["value"] == '{"n": 1}'
     assert after.is_error and "unknown or finished run" in after.content[0].text
-    stored = await env.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
+    stored = await fetch_row(env.db, "SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
     assert tuple(stored) == (identity.thread_id, "assistant")
 
 

@@ -16,6 +16,7 @@ from gateway.runtime.model import ToolCall
 from tests.fakes.model_api import FakeAnthropic
 from tests.harness import provider_for, running_gateway, write_config
 from tests.integration.host_tools.conftest import add_thread
+from tests.store_helpers import fetch_row
 from tools.bridge import BridgeAuthError
 from tools.bridge_client import BridgeClient
 from tools.mcp_server import SessionRefusedError, open_session
@@ -35,14 +36,16 @@ async def gw(tmp_path: Path) -> AsyncIterator[Gateway]:
 
 
 async def _run_status(gw: Gateway, run_id: int) -> str:
-    row = await gw.components.db.fetchone("SELECT status FROM runs WHERE id = ?", (run_id,))
+    row = await fetch_row(gw.components.db, "SELECT status FROM runs WHERE id = ?", (run_id,))
     return row["status"]
 
 
 async def test_a_session_on_a_named_console_thread_works_until_the_client_leaves(gw: Gateway) -> None:
     async with open_session(gw.settings.data_path, persona=None, thread="notes") as credentials:
-        thread = await gw.components.db.fetchone(
-            "SELECT channel, chat_id, persona FROM threads WHERE id = ?", (credentials.thread_id,)
+        thread = await fetch_row(
+            gw.components.db,
+            "SELECT channel, chat_id, persona FROM threads WHERE id = ?",
+            (credentials.thread_id,),
         )
         assert tuple(thread) == ("console", "notes", "assistant")  # created, bound per the console binding
         assert credentials.persona == "assistant"
@@ -57,7 +60,7 @@ async def test_a_session_on_a_named_console_thread_works_until_the_client_leaves
     async with BridgeClient(credentials) as client:
         with pytest.raises(BridgeAuthError, match="unknown or finished run"):
             await client.list_tools()
-    stored = await gw.components.db.fetchone("SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
+    stored = await fetch_row(gw.components.db, "SELECT thread_id, persona FROM memory_items WHERE key = 'k'")
     assert tuple(stored) == (credentials.thread_id, "assistant")
 
 

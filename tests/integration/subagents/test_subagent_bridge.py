@@ -19,6 +19,7 @@ from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents import SubagentRunner
 from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.harness import provider_for, write_config
+from tests.store_helpers import fetch_rows
 from tools.bridge import Bridge
 from tools.host import memory_access, subagent_invoke
 
@@ -64,7 +65,7 @@ class Setup:
 
     async def audit(self) -> list[tuple[str, str | None]]:
         await self.bridge.audit.flush()  # audit rows are written in batches
-        rows = await self.db.fetchall("SELECT decision, status FROM audit_log ORDER BY id")
+        rows = await fetch_rows(self.db, "SELECT decision, status FROM audit_log ORDER BY id")
         return [(r["decision"], r["status"]) for r in rows]
 
 

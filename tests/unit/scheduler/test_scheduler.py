@@ -15,6 +15,7 @@ import pytest
 from gateway.scheduler import Scheduler, list_schedules, record_result
 from gateway.store import schedules
 from gateway.store.db import Database
+from tests.store_helpers import execute_sql, fetch_row, fetch_rows
 from tests.unit.scheduler.support import FakeClock, add_thread, local, make_ctx, make_persona
 from tools.host.schedule_manage import TOOL as SCHEDULE_TOOL
 
@@ -51,13 +52,14 @@ async def add_schedule(
 
 
 async def queue_payloads(db: Database) -> list[dict[str, Any]]:
-    rows = await db.fetchall("SELECT kind, status, payload FROM queue_items ORDER BY id")
+    rows = await fetch_rows(db, "SELECT kind, status, payload FROM queue_items ORDER BY id")
     assert all(r["kind"] == "schedule" and r["status"] == "pending" for r in rows)
     return [json.loads(r["payload"]) for r in rows]
 
 
 async def runs(db: Database, schedule_id: str) -> list[tuple[float, str, str | None]]:
-    rows = await db.fetchall(
+    rows = await fetch_rows(
+        db,
         "SELECT due_at, status, error FROM schedule_runs WHERE schedule_id = ? ORDER BY due_at",
         (schedule_id,),
     )
@@ -82,7 +84,7 @@ async def test_due_schedule_is_enqueued_in_its_thread(db: Database, thread_id: i
     assert await queue_payloads(db) == [
         {"schedule_id": sid, "persona": "alice", "prompt": "say hello", "label": "greeting", "due_at": due}
     ]
-    item = await db.fetchone("SELECT thread_id, available_at FROM queue_items")
+    item = await fetch_row(db, "SELECT thread_id, available_at FROM queue_items")
     assert (item["thread_id"], item["available_at"]) == (thread_id, clock.now)
     assert notified == [thread_id]
     assert await runs(db, sid) == [(due, "queued", None)]
@@ -232,7 +234,7 @@ async def test_broken_stored_schedule_is_disabled_and_others_still_fire(db: Data
     clock = FakeClock(local("UTC", 2030, 1, 1, 8))
     good = await add_schedule(db, thread_id, clock)
     bad = await add_schedule(db, thread_id, clock)
-    await db.execute("UPDATE schedules SET cron_expr = 'not a cron' WHERE id = ?", (bad,))
+    await execute_sql(db, "UPDATE schedules SET cron_expr = 'not a cron' WHERE id = ?", (bad,))
     clock.now = local("UTC", 2030, 1, 1, 9)
     assert await Scheduler(db, default_timezone="UTC", clock=clock).tick() == 1
     assert [p["schedule_id"] for p in await queue_payloads(db)] == [good]

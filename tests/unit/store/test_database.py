@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.store.db import Database, open_database
+from tests.store_helpers import fetch_rows
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def insert_then_fail(body: object, conn: sqlite3.Connection) -> int:
 
 
 async def bodies(db: Database) -> list[object]:
-    return [row["body"] for row in await db.fetchall("SELECT body FROM notes ORDER BY id")]
+    return [row["body"] for row in await fetch_rows(db, "SELECT body FROM notes ORDER BY id")]
 
 
 async def test_concurrent_transactions_each_get_their_own_result(db: Database) -> None:
@@ -41,7 +42,7 @@ async def test_concurrent_transactions_each_get_their_own_result(db: Database) -
         *(db.run_transaction(lambda conn, n=n: insert(f"n{n}", conn)) for n in range(200))
     )
     assert len(set(ids)) == 200
-    rows = {row["id"]: row["body"] for row in await db.fetchall("SELECT id, body FROM notes")}
+    rows = {row["id"]: row["body"] for row in await fetch_rows(db, "SELECT id, body FROM notes")}
     assert [rows[i] for i in ids] == [f"n{n}" for n in range(200)]
 
 

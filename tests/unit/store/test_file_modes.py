@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.store.db import open_database
+from tests.store_helpers import execute_sql
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +31,8 @@ async def test_a_new_database_and_its_wal_and_shm_are_owner_only(tmp_path: Path)
     path = tmp_path / "data" / "talon.db"
     db = await open_database(path)
     try:
-        await db.execute(
-            "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('console', 'c', 0, 0)"
+        await execute_sql(
+            db, "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('console', 'c', 0, 0)"
         )
         files = [path, path.with_name("talon.db-wal"), path.with_name("talon.db-shm")]
         assert {f.name: oct(mode(f)) for f in files} == {f.name: "0o600" for f in files}

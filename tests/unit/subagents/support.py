@@ -18,6 +18,7 @@ from gateway.runtime.providers import LazyProvider, build_provider
 from gateway.store.db import Database
 from gateway.subagents import SubagentRunner, load_definitions
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI, Reply
+from tests.store_helpers import fetch_rows
 from tools.base import ToolContext
 
 BUILTINS = ("session-summarizer", "memory-retriever", "memory-groomer", "file-searcher", "spark-coder")
@@ -137,8 +138,8 @@ async def add_memory(db: Database, thread_id: int, items: Mapping[str, str], kin
 
 
 async def memory(db: Database, thread_id: int) -> dict[str, str]:
-    rows = await db.fetchall(
-        "SELECT key, value FROM memory_items WHERE thread_id = ? ORDER BY key", (thread_id,)
+    rows = await fetch_rows(
+        db, "SELECT key, value FROM memory_items WHERE thread_id = ? ORDER BY key", (thread_id,)
     )
     return {r["key"]: r["value"] for r in rows}
 

@@ -10,6 +10,7 @@ import pytest
 from gateway.errors import RefusedError
 from gateway.store.db import Database
 from tests.fakes.model_api import FakeAnthropic
+from tests.store_helpers import fetch_row, fetch_rows
 from tests.unit.subagents.support import (
     Env,
     add_memory,
@@ -141,15 +142,15 @@ async def test_groomer_writes_merged_items_before_deleting_old_ones(
         "user.food": "Likes ramen",
         "user.timezone": "Europe/Berlin (CET)",
     }
-    log = [(r["op"], r["key"]) for r in await db.fetchall("SELECT op, key FROM op_log ORDER BY id")]
+    log = [(r["op"], r["key"]) for r in await fetch_rows(db, "SELECT op, key FROM op_log ORDER BY id")]
     ops = [op for op, _ in log]
     assert ops == ["write", "write", "delete", "delete", "delete"], log
     sent = request_text(anthropic.requests[0])
     assert "keep the deadline" in sent
     assert "Earlier we talked about cats" not in sent  # the conversation summary is not groomed
     assert "Other thread" not in sent
-    kind = await db.fetchone(
-        "SELECT type FROM memory_items WHERE thread_id = ? AND key = 'user.timezone'", (ctx.thread_id,)
+    kind = await fetch_row(
+        db, "SELECT type FROM memory_items WHERE thread_id = ? AND key = 'user.timezone'", (ctx.thread_id,)
     )
     assert kind["type"] == "fact"
 
@@ -183,7 +184,7 @@ async def test_groomer_output_naming_unknown_keys_is_repaired(
     assert "unknown: secret.plan, summary" in request_text(anthropic.requests[1])
     assert result["data"]["deleted"] == ["pets"]
     assert "pets" not in await memory(db, ctx.thread_id)
-    other = await db.fetchone("SELECT id FROM threads WHERE chat_id = 'C2'")
+    other = await fetch_row(db, "SELECT id FROM threads WHERE chat_id = 'C2'")
     assert "secret.plan" in await memory(db, other["id"])
 
 

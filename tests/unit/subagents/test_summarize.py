@@ -14,6 +14,7 @@ from gateway.store.db import Database
 from gateway.store.threads import get_thread
 from gateway.subagents import Summarizer, context_start, maybe_summarize
 from tests.fakes.model_api import FakeAnthropic, FakeOpenAI
+from tests.store_helpers import execute_sql, fetch_row
 from tests.unit.subagents.support import Env, add_thread, json_reply, make_persona, request_text
 
 SUMMARY = {
@@ -42,7 +43,7 @@ async def add_messages(db: Database, thread_id: int, count: int, *, start: int =
 
 
 async def thread_row(db: Database, thread_id: int):  # type: ignore[no-untyped-def]
-    return await db.fetchone("SELECT * FROM threads WHERE id = ?", (thread_id,))
+    return await fetch_row(db, "SELECT * FROM threads WHERE id = ?", (thread_id,))
 
 
 async def turn_transcript(db: Database, thread_id: int) -> list[str]:
@@ -68,8 +69,8 @@ async def test_a_long_thread_is_summarized_and_the_next_transcript_is_shorter(
     row = await thread_row(db, thread)
     assert row["summarized_upto"] == update.summarized_upto == ids[update.messages - 1]
     assert 20 <= update.messages <= 28
-    item = await db.fetchone(
-        "SELECT type, persona, value FROM memory_items WHERE thread_id = ? AND key = 'summary'", (thread,)
+    item = await fetch_row(
+        db, "SELECT type, persona, value FROM memory_items WHERE thread_id = ? AND key = 'summary'", (thread,)
     )
     assert (item["type"], item["persona"]) == ("summary", "alice")
     assert item["value"] == (
@@ -111,7 +112,7 @@ async def test_the_next_summary_builds_on_the_previous_one(
     sent = request_text(anthropic.requests[1])
     assert "Earlier summary:\\nAna and the bot planned the launch." in sent
     assert "message 0:" not in sent  # already folded into the earlier summary
-    count = await db.fetchone("SELECT COUNT(*) AS n FROM memory_items WHERE thread_id = ?", (thread,))
+    count = await fetch_row(db, "SELECT COUNT(*) AS n FROM memory_items WHERE thread_id = ?", (thread,))
     assert count["n"] == 1
 
 
@@ -123,7 +124,7 @@ async def test_after_new_the_old_summary_is_not_carried_over(
     ids = await add_messages(db, thread, 30)
     anthropic.script(json_reply(SUMMARY), json_reply(SUMMARY))
     await maybe_summarize(db, env.runner, thread, persona, context_tokens=BUDGET)
-    await db.execute("UPDATE threads SET context_from = ? WHERE id = ?", (ids[-1], thread))  # /new
+    await execute_sql(db, "UPDATE threads SET context_from = ? WHERE id = ?", (ids[-1], thread))  # /new
     await add_messages(db, thread, 30, start=30)
     assert await maybe_summarize(db, env.runner, thread, persona, context_tokens=BUDGET) is not None
     assert "There is no earlier summary." in request_text(anthropic.requests[1])
@@ -134,7 +135,8 @@ async def test_messages_still_queued_are_not_summarized(
 ) -> None:
     thread = await add_thread(db)
     ids = await add_messages(db, thread, 30)
-    await db.execute(
+    await execute_sql(
+        db,
         "INSERT INTO queue_items (thread_id, message_id, available_at, created_at, updated_at) VALUES (?, ?, 0, 0, 0)",
         (thread, ids[5]),
     )
@@ -155,9 +157,9 @@ async def test_a_new_conversation_started_meanwhile_discards_the_summary(
     async with asyncio.timeout(5):
         while not anthropic.requests:
             await asyncio.sleep(0.01)
-    await db.execute("UPDATE threads SET context_from = ? WHERE id = ?", (ids[-1], thread))
+    await execute_sql(db, "UPDATE threads SET context_from = ? WHERE id = ?", (ids[-1], thread))
     assert await task is None
-    assert await db.fetchone("SELECT 1 FROM memory_items WHERE thread_id = ?", (thread,)) is None
+    assert await fetch_row(db, "SELECT 1 FROM memory_items WHERE thread_id = ?", (thread,)) is None
     assert (await thread_row(db, thread))["summarized_upto"] == 0
 
 

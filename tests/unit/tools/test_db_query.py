@@ -17,6 +17,7 @@ from gateway.config import Settings
 from gateway.personas import Persona
 from gateway.store import readonly
 from gateway.store.db import Database, open_database
+from tests.store_helpers import execute_sql, fetch_rows
 from tools.base import ToolContext, ToolError
 from tools.host import db_query
 from tools.host.sql_guard import prepare_query
@@ -236,8 +237,8 @@ async def test_oversized_results_are_cut(ctx: ToolContext, monkeypatch: pytest.M
 
 async def test_new_writes_are_visible_to_the_next_query(ctx: ToolContext, db: Database) -> None:
     assert (await run(ctx, "SELECT count(*) FROM messages"))["rows"] == [[4]]
-    await db.execute(
-        "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', 'later', 0)"
+    await execute_sql(
+        db, "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', 'later', 0)"
     )
     assert (await run(ctx, "SELECT count(*) FROM messages"))["rows"] == [[5]]
 
@@ -256,14 +257,14 @@ async def test_blobs_come_back_as_base64(ctx: ToolContext) -> None:
 async def test_the_database_file_is_never_written(ctx: ToolContext, db: Database) -> None:
     before = [
         tuple(r)
-        for r in await db.fetchall("SELECT count(*) FROM messages UNION ALL SELECT count(*) FROM threads")
+        for r in await fetch_rows(db, "SELECT count(*) FROM messages UNION ALL SELECT count(*) FROM threads")
     ]
     for sql in ("DELETE FROM messages", "DROP TABLE messages", "UPDATE threads SET title = 'x'"):
         with pytest.raises(ToolError):
             await run(ctx, sql)
     after = [
         tuple(r)
-        for r in await db.fetchall("SELECT count(*) FROM messages UNION ALL SELECT count(*) FROM threads")
+        for r in await fetch_rows(db, "SELECT count(*) FROM messages UNION ALL SELECT count(*) FROM threads")
     ]
     assert before == after
 
@@ -455,8 +456,8 @@ async def test_deep_nesting_is_refused_not_crashing(ctx: ToolContext) -> None:
 
 
 async def test_value_flood_stops_at_the_size_limit(ctx: ToolContext, db: Database) -> None:
-    await db.execute(
-        "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', ?, 0)", ("x" * 5000,)
+    await execute_sql(
+        db, "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', ?, 0)", ("x" * 5000,)
     )
     sql = (
         "SELECT length(replace(replace(text, 'x', text), 'x', text)) FROM messages WHERE length(text) = 5000"

@@ -18,6 +18,7 @@ from gateway.config import Settings
 from gateway.personas import Persona
 from gateway.store import readonly
 from gateway.store.db import Database, open_database
+from tests.store_helpers import execute_sql
 from tools.base import ToolContext, ToolError
 from tools.host import db_query
 
@@ -42,7 +43,8 @@ MEGABYTE_X = text_of(1_000_000)
 async def db(tmp_path: Path) -> AsyncIterator[Database]:
     database = await open_database(tmp_path / "talon.db")
     now = time.time()
-    await database.execute(
+    await execute_sql(
+        database,
         "INSERT INTO threads (id, channel, chat_id, persona, created_at, updated_at) "
         "VALUES (1, 'console', 'c', 'assistant', ?, ?)",
         (now, now),

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from gateway.store.db import Database, open_database
+from tests.store_helpers import fetch_rows
 from tests.unit.scheduler.support import add_thread, make_ctx, make_persona
 from tools.base import ToolContext, ToolError
 from tools.host.schedule_manage import TOOL
@@ -37,7 +38,7 @@ async def call(ctx: ToolContext, **args: Any) -> dict[str, Any]:
 
 
 async def stored(db: Database) -> list[dict[str, Any]]:
-    return [dict(r) for r in await db.fetchall("SELECT * FROM schedules ORDER BY created_at")]
+    return [dict(r) for r in await fetch_rows(db, "SELECT * FROM schedules ORDER BY created_at")]
 
 
 def test_tool_identity() -> None:
