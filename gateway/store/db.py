@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
@@ -121,10 +121,6 @@ def _snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -
         conn.rollback()
 
 
-def _fetchall(sql: str, params: tuple[Any, ...], conn: sqlite3.Connection) -> list[sqlite3.Row]:
-    return conn.execute(sql, params).fetchall()
-
-
 def _backup(target: Path, conn: sqlite3.Connection) -> None:
     dst = sqlite3.connect(target)
     try:
@@ -226,21 +222,6 @@ class Database:
     ) -> T:
         """Run ``fn(conn, *args, **kwargs)`` on the reader in one hop (one consistent snapshot)."""
         return await self._reader.call(partial(_snapshot, lambda conn: fn(conn, *args, **kwargs)))
-
-    async def fetchall(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        """The rows of one query, through :meth:`read` (for tests and one-off inspection)."""
-        return await self.read(partial(_fetchall, sql, tuple(params)))
-
-    async def fetchone(self, sql: str, params: Iterable[Any] = ()) -> sqlite3.Row | None:
-        """The first row of one query, through :meth:`read`."""
-        rows = await self.fetchall(sql, params)
-        return rows[0] if rows else None
-
-    async def execute(self, sql: str, params: Iterable[Any] = ()) -> int:
-        """One statement in its own transaction through :meth:`run_transaction`; returns the
-        number of rows changed."""
-        values = tuple(params)
-        return await self.run_transaction(lambda conn: conn.execute(sql, values).rowcount)
 
     async def migrate(self) -> list[str]:
         """Apply pending migrations, each in its own transaction. Returns their names.
