@@ -1,4 +1,4 @@
-"""The shared walk over the representation; each platform fills in the markup hooks."""
+"""The one walk over the representation; each platform gives its markup tables and hooks."""
 
 from __future__ import annotations
 
@@ -47,11 +47,15 @@ class Renderer:
         format (:obj:`str`): The :attr:`connectors.base.RenderedChunk.format` of the output.
         block_joiner (:obj:`str`): Between consecutive blocks.
         bullets (tuple[:obj:`str`, ...]): Bullet markers by nesting depth (cycled).
+        opening (dict[:obj:`Style`, :obj:`str`]): The markup that opens a styled span.
+        closing (dict[:obj:`Style`, :obj:`str`]): The markup that closes it.
     """
 
     format = "plain"
     block_joiner = "\n\n"
     bullets: tuple[str, ...] = ("• ", "◦ ", "▪ ")
+    opening: dict[Style, str] = {style: "" for style in _ALL_STYLES}
+    closing: dict[Style, str] = opening
 
     def block(self, block: Block) -> str:
         """Render one top-level block."""
@@ -156,7 +160,7 @@ class Renderer:
         return "\n"
 
     def styled(self, style: Style, inner: str) -> str:
-        return inner
+        return self.opening[style] + inner + self.closing[style]
 
     def link(self, link: Link, active: frozenset[Style]) -> str:
         return self.inlines(link.children, active, True) + link.plain_suffix

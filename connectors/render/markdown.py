@@ -40,7 +40,6 @@ _LATER_LINE_START = re.compile(r"\n[#\-+=>0-9]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*$")  # what an autolink may hold
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 _PARENS = re.compile(r"[()]")
-_MARKS: dict[Style, str] = {"bold": "**", "italic": "*", "strike": "~~"}
 _ZWSP = "\u200b"
 # What CommonMark counts as whitespace next to emphasis delimiters (Python's strip() differs).
 _SPACE = " \t\n\r\f\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
@@ -128,6 +127,8 @@ class MarkdownRenderer(Renderer):
 
     format = "markdown"
     bullets = ("- ",)
+    opening: dict[Style, str] = {"bold": "**", "italic": "*", "strike": "~~"}
+    closing = opening
 
     def __init__(self, discord: bool) -> None:
         self.discord = discord
@@ -169,7 +170,7 @@ class MarkdownRenderer(Renderer):
         return "\\\n" if hard and not self.discord else "\n"
 
     def styled(self, style: Style, inner: str) -> str:
-        return _wrap(_MARKS[style], inner)
+        return _wrap(self.opening[style], inner)
 
     def link(self, link: Link, active: frozenset[Style]) -> str:
         label = self.inlines(link.children, active, True)

@@ -20,7 +20,6 @@ from connectors.render.text import escape
 SLACK_LIMIT = 40_000
 """Characters per message (counted in UTF-16 code units, which is never fewer)."""
 
-_MARKS: dict[Style, str] = {"bold": "*", "italic": "_", "strike": "~"}
 _ZWSP = "\u200b"
 
 
@@ -38,6 +37,8 @@ def break_fences(code: str) -> str:
 
 class SlackRenderer(Renderer):
     format = "mrkdwn"
+    opening: dict[Style, str] = {"bold": "*", "italic": "_", "strike": "~"}
+    closing = opening
     text = staticmethod(escape)  # the text hook, without a call in between
 
     def code(self, text: str, in_link: bool) -> str:
@@ -48,9 +49,8 @@ class SlackRenderer(Renderer):
 
     def styled(self, style: Style, inner: str) -> str:
         if not inner.strip():
-            return inner
-        mark = _MARKS[style]
-        return f"{mark}{inner}{mark}"
+            return inner  # a mark around nothing visible would show as itself
+        return self.opening[style] + inner + self.closing[style]
 
     def link(self, link: Link, active: frozenset[Style]) -> str:
         if not is_safe_web_url(link.href, ("http://", "https://", "mailto:")):

@@ -9,19 +9,13 @@ outer one, and a link inside a link is only its label. Links other than
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from connectors.render.base import BOLD, NO_STYLES, WITH_STYLE, Renderer, is_safe_web_url
-from connectors.render.ir import Break, Code, Inline, Link, Style, Styled, Table, Text
+from connectors.render.base import BOLD, Renderer, is_safe_web_url
+from connectors.render.ir import Inline, Link, Style, Table
 from connectors.render.table import layout
 from connectors.render.text import escape
 
 TELEGRAM_LIMIT = 4096
 """Message text limit, in UTF-16 code units. Chunks keep the HTML source itself within it."""
-
-_TAGS: dict[Style, str] = {"bold": "b", "italic": "i", "strike": "s"}
-_OPEN = {style: f"<{tag}>" for style, tag in _TAGS.items()}
-_CLOSE = {style: f"</{tag}>" for style, tag in _TAGS.items()}
 
 
 def escape_attribute(text: str) -> str:
@@ -32,36 +26,13 @@ def escape_attribute(text: str) -> str:
 class TelegramRenderer(Renderer):
     format = "html"
 
-    def inlines(
-        self, nodes: Sequence[Inline], active: frozenset[Style] = NO_STYLES, in_link: bool = False
-    ) -> str:
-        # The base walk with the markup written in place: every reply's text goes through
-        # here, and a hook call per node would cost more than the markup itself.
-        if len(nodes) == 1 and type(nodes[0]) is Text:  # the common case, short
-            return escape(nodes[0].text)
-        parts: list[str] = []
-        append = parts.append
-        for node in nodes:
-            kind = type(node)
-            if kind is Text:
-                text = node.text  # type: ignore[union-attr]
-                append(escape(text) if "&" in text or "<" in text or ">" in text else text)
-            elif kind is Code:
-                code = escape(node.text)  # type: ignore[union-attr]
-                append(code if in_link else "<code>" + code + "</code>")  # a link cannot hold a code entity
-            elif kind is Styled:
-                style = node.style  # type: ignore[union-attr]
-                if style in active:
-                    append(self.inlines(node.children, active, in_link))  # type: ignore[union-attr]
-                else:
-                    inner = self.inlines(node.children, WITH_STYLE[active][style], in_link)  # type: ignore[union-attr]
-                    append(_OPEN[style] + inner + _CLOSE[style])
-            elif kind is Break:
-                append("\n")
-            else:
-                assert isinstance(node, Link)
-                append(self.inlines(node.children, active, True) if in_link else self.link(node, active))
-        return "".join(parts)
+    opening: dict[Style, str] = {"bold": "<b>", "italic": "<i>", "strike": "<s>"}
+    closing: dict[Style, str] = {"bold": "</b>", "italic": "</i>", "strike": "</s>"}
+    text = staticmethod(escape)  # the text hook, without a call in between
+
+    def code(self, text: str, in_link: bool) -> str:
+        code = escape(text)
+        return code if in_link else "<code>" + code + "</code>"  # a link cannot hold a code entity
 
     def link(self, link: Link, active: frozenset[Style]) -> str:
         label = self.inlines(link.children, active, True)
