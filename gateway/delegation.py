@@ -39,6 +39,7 @@ from gateway.store.delegation import (
 )
 from gateway.store.queue import cancel_pending
 from gateway.store.threads import ThreadRow
+from gateway.workspaces import shared_workspace
 
 log = logging.getLogger("talon.delegation")
 
@@ -65,7 +66,7 @@ class Delegation:
     ):
         self.db = db
         self.settings = settings.delegation
-        self.data_path = settings.data_path
+        self._app_settings = settings
         self.personas = personas
         self.notify = notify
         self.park = park
@@ -210,14 +211,25 @@ class Delegation:
         return {"taskId": task_id, "state": "queued", "profile": profile, "timeoutMinutes": minutes}
 
     def _working_directory(self, profile: str, requested: str | None) -> Path:
-        workspace = (self.data_path / "workspaces" / profile).resolve()
-        workspace.mkdir(parents=True, exist_ok=True)
+        """The folder a background agent of ``profile`` works in: its shared workspace
+        (``/shared``) or a folder inside it, checked after following links. Nothing outside
+        it is handed out: ``<data_dir>/workspaces/<persona>`` holds every thread's workspace."""
+        persona = self.personas[profile]
+        shared = shared_workspace(self._app_settings, persona)
+        shared.mkdir(parents=True, exist_ok=True)
+        shared = shared.resolve()
         if not requested:
-            return workspace
-        target = (workspace / requested).resolve()
-        if target != workspace and workspace not in target.parents:
+            return shared
+        target = (shared / requested).resolve()
+        if target != shared and shared not in target.parents:
             raise DelegationError(
-                f"workingDirectory {requested!r} is outside the persona's workspace; use a path inside {workspace}"
+                f"workingDirectory {requested!r} is outside the persona's workspace; "
+                f"use a path relative to its shared workspace {shared}"
+            )
+        if not target.is_dir() and persona.shared_read_only:
+            raise DelegationError(
+                f"workingDirectory {requested!r} does not exist and the shared workspace {shared} "
+                "is read-only; use a folder that exists in it"
             )
         target.mkdir(parents=True, exist_ok=True)
         return target
