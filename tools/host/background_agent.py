@@ -66,7 +66,7 @@ TOOL = HostTool(
             },
             "workingDirectory": {
                 "type": "string",
-                "description": "Optional, inside the persona's workspace.",
+                "description": "Optional, a folder inside the profile's shared workspace (/shared).",
             },
             "timeoutMinutes": {"type": "number", "description": "Optional; minimum effective value is 15."},
         },
