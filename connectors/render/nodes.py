@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from connectors.render.ir import Align, Break, Code, Inline, Link, Paragraph, Table, Text
+from connectors.render.ir import Align, Break, Code, Inline, Link, Paragraph, Styled, Table, Text
 from connectors.render.plain import plain_inlines
 from connectors.render.table import layout_lines
 from connectors.render.text import display_width
@@ -60,9 +60,9 @@ def strip_inlines(children: list[Inline]) -> list[Inline]:
         return children
     head, tail = children[0], children[-1]
     if (
-        (type(head) is not Text or head.text[:1] not in _TRIM)  # type: ignore[union-attr]
-        and type(tail) is not Break
-        and (type(tail) is not Text or tail.text[-1:] not in _TRIM)  # type: ignore[union-attr]
+        (not isinstance(head, Text) or head.text[:1] not in _TRIM)
+        and not isinstance(tail, Break)
+        and (not isinstance(tail, Text) or tail.text[-1:] not in _TRIM)
     ):
         return children  # the common case: nothing to strip
     first, last = 0, len(children)
@@ -73,26 +73,27 @@ def strip_inlines(children: list[Inline]) -> list[Inline]:
     while last > first and (type(children[last - 1]) is Break or _blank(children[last - 1])):
         last -= 1
     children = children[first:last]
-    if children and type(children[0]) is Text:
-        children[0] = Text(children[0].text.lstrip(_TRIM))  # type: ignore[union-attr]
-    if children and type(children[-1]) is Text:
-        children[-1] = Text(children[-1].text.rstrip(_TRIM))  # type: ignore[union-attr]
+    if children and isinstance(head := children[0], Text):
+        children[0] = Text(head.text.lstrip(_TRIM))
+    if children and isinstance(tail := children[-1], Text):
+        children[-1] = Text(tail.text.rstrip(_TRIM))
     return children
 
 
 def _blank(node: Inline) -> bool:
-    return type(node) is Text and not node.text.strip(_TRIM)  # type: ignore[union-attr]
+    return isinstance(node, Text) and not node.text.strip(_TRIM)
 
 
 def visible(nodes: Sequence[Inline]) -> bool:
     """Whether the plain text of ``nodes`` shows anything but whitespace."""
     for node in nodes:
-        kind = type(node)
-        if kind is Text or kind is Code:
-            if node.text and not node.text.isspace():  # type: ignore[union-attr]
-                return True
-        elif kind is not Break and visible(node.children):  # type: ignore[union-attr]
-            return True
+        match node:
+            case Text() | Code():
+                if node.text and not node.text.isspace():
+                    return True
+            case Styled() | Link():
+                if visible(node.children):
+                    return True
     return False
 
 

@@ -32,21 +32,21 @@ from connectors.render.text_cursors import CodeCursor, InlineCursor
 
 def open_cursor(block: Block) -> Cursor:
     """A cursor over all of ``block``."""
-    kind = type(block)
-    if kind is Paragraph:
-        return InlineCursor(block.children, Paragraph)  # type: ignore[union-attr]
-    if kind is Heading:
-        level = block.level  # type: ignore[union-attr]
-        return InlineCursor(block.children, lambda children: Heading(level, children))  # type: ignore[union-attr]
-    if kind is CodeBlock:
-        return CodeCursor(block)  # type: ignore[arg-type]
-    if kind is ListBlock:
-        return ListCursor(block)  # type: ignore[arg-type]
-    if kind is Quote:
-        return BlocksCursor(block.blocks, Quote, PLAIN.block_joiner)  # type: ignore[union-attr]
-    if kind is Table:
-        return TableCursor(block)  # type: ignore[arg-type]
-    return Whole(block)
+    match block:
+        case Paragraph():
+            return InlineCursor(block.children, Paragraph)
+        case Heading(level=level):
+            return InlineCursor(block.children, lambda children: Heading(level, children))
+        case CodeBlock():
+            return CodeCursor(block)
+        case ListBlock():
+            return ListCursor(block)
+        case Quote():
+            return BlocksCursor(block.blocks, Quote, PLAIN.block_joiner)
+        case Table():
+            return TableCursor(block)
+        case _:
+            return Whole(block)
 
 
 # Containers of blocks: a quote's blocks, a list item's blocks, a list's items.
@@ -217,9 +217,11 @@ def _indent_gap(gap: str, pad: str, after_break: bool, rest_blank: bool) -> str:
 
 
 def _starts_blank(block: Block) -> bool:
-    if type(block) is CodeBlock:
-        return block.code[:1] in ("", "\n")  # type: ignore[union-attr]
-    return plain_block(block)[:1] in ("", "\n")
+    match block:
+        case CodeBlock():
+            return block.code[:1] in ("", "\n")
+        case _:
+            return plain_block(block)[:1] in ("", "\n")
 
 
 # Tables: whole rows, or the laid-out text when not even one row fits.
