@@ -102,3 +102,20 @@ async def _collect(inbox: asyncio.Queue[dict[str, Any]], result: IntakeResult, t
             elif item["type"] == "turn_ended" and result.message_id in item["messages"]:
                 ended = item
     return Turn(result, [texts[i] for i in ended["outbox"]], ended["status"], ended.get("error"))
+
+
+def tool_results(body: dict[str, Any]) -> list[tuple[bool, str]]:
+    """Every tool_result block of an Anthropic request body, in order, as ``(is_error, text)``."""
+    found = []
+    for message in body.get("messages", []):
+        for block in message["content"] if isinstance(message.get("content"), list) else []:
+            if block.get("type") == "tool_result":
+                content = block.get("content", "")
+                text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
+                found.append((bool(block.get("is_error")), text))
+    return found
+
+
+def tool_texts(body: dict[str, Any]) -> list[str]:
+    """The text of every tool_result block of an Anthropic request body, in order."""
+    return [text for _, text in tool_results(body)]

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.harness import provider_for, running_gateway, write_config
+from tests.harness import provider_for, running_gateway, tool_results, write_config
 from tests.store_helpers import fetch_rows
 
 CHANNEL = "team-telegram"
@@ -23,22 +23,11 @@ REPORT = "region,total\nnorth,10\nsouth,12\n"
 LABELS = ["channel.send:*", "fs.read:thread", "fs.write:thread"]
 
 
-def _results(body: dict[str, Any]) -> list[tuple[bool, str]]:
-    found = []
-    for message in body.get("messages", []):
-        for block in message["content"] if isinstance(message.get("content"), list) else []:
-            if block.get("type") == "tool_result":
-                content = block.get("content", "")
-                text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-                found.append((bool(block.get("is_error")), text))
-    return found
-
-
 def _script(calls: list[Call]) -> Any:
     """Make ``calls`` one at a time, then answer with every result as JSON."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        results = _results(body)
+        results = tool_results(body)
         if len(results) < len(calls):
             return Reply(tool_calls=[calls[len(results)]])
         return Reply(text=json.dumps(results))
@@ -85,7 +74,7 @@ async def test_a_turn_attaches_a_workspace_file_and_the_user_gets_it_once(tmp_pa
                 gw.components.db, "SELECT format, status, file_name, file_path FROM outbox ORDER BY id"
             )
         offered = [t["name"] for t in model.requests[0]["tools"]]
-        results = _results(model.requests[-1])
+        results = tool_results(model.requests[-1])
     data_dir = tmp_path / "data"
 
     assert "channel_send" in offered

@@ -11,7 +11,7 @@ from typing import Any
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.model_script import last_user_text
-from tests.harness import provider_for, running_gateway, say, write_config
+from tests.harness import provider_for, running_gateway, say, tool_texts, write_config
 from tests.store_helpers import fetch_row, fetch_rows
 
 PERSONAS = {
@@ -27,20 +27,6 @@ PERSONAS = {
 def _system(body: dict[str, Any]) -> str:
     system = body.get("system", "")
     return system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
-
-
-def _tool_results(body: dict[str, Any]) -> list[Any]:
-    out = []
-    for message in body.get("messages", []):
-        if isinstance(message.get("content"), list):
-            for block in message["content"]:
-                if block.get("type") == "tool_result":
-                    content = block.get("content")
-                    text = (
-                        content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-                    )
-                    out.append(text)
-    return out
 
 
 def router(**by_persona: Callable[[dict[str, Any]], Reply]) -> Callable[[dict[str, Any]], Reply]:
@@ -60,7 +46,7 @@ def tool_then(call: Call, final: Callable[[dict[str, Any]], str]) -> Callable[[d
     """First request: make ``call``; once its result is in, answer ``final(body)``."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        if not _tool_results(body) and not last_user_text(body).startswith("[system]"):
+        if not tool_texts(body) and not last_user_text(body).startswith("[system]"):
             return Reply(tool_calls=[call])
         return Reply(text=final(body))
 
@@ -99,7 +85,7 @@ async def test_fire_and_forget_result_comes_back_into_the_callers_thread(tmp_pat
     async with FakeAnthropic(responder=responder) as fake:
         async with running_gateway(config(tmp_path, fake)) as gw:
             first = await say(gw, "ask bob")
-            sent = json.loads(_tool_results(of(fake, "alice")[1])[0])
+            sent = json.loads(tool_texts(of(fake, "alice")[1])[0])
             assert sent["state"] == "submitted"
 
             async def followup() -> Any:
@@ -127,7 +113,7 @@ async def test_await_reply_returns_the_result_inline(tmp_path: Path) -> None:
                 "persona_send",
                 {"target_persona": "bob", "message": "capital of France?", "await_reply": True},
             ),
-            lambda body: f"bob said {json.loads(_tool_results(body)[0])['result']}",
+            lambda body: f"bob said {json.loads(tool_texts(body)[0])['result']}",
         ),
         bob=lambda body: Reply(text="Paris"),
     )
@@ -152,7 +138,7 @@ async def test_await_reply_timeout_then_result_is_delivered(tmp_path: Path) -> N
     async with FakeAnthropic(responder=responder) as fake:
         async with running_gateway(config(tmp_path, fake, delegation={"await_timeout": 0.5})) as gw:
             turn = await say(gw, "go")
-            result = json.loads(_tool_results(of(fake, "alice")[1])[0])
+            result = json.loads(tool_texts(of(fake, "alice")[1])[0])
             delivered = await _wait(
                 lambda: fetch_row(gw.components.db, "SELECT text FROM messages WHERE role = 'system'")
             )
@@ -170,7 +156,7 @@ async def test_scope_hops_and_cycles_are_refused_with_reasons(tmp_path: Path) ->
         ),
         bob=tool_then(
             Call("persona_send", {"target_persona": "alice", "message": "loop back", "await_reply": True}),
-            lambda body: f"bob got: {_tool_results(body)[0]}",
+            lambda body: f"bob got: {tool_texts(body)[0]}",
         ),
     )
     async with FakeAnthropic(responder=responder) as fake:
@@ -195,7 +181,7 @@ async def test_cycle_refused_when_scope_allows(tmp_path: Path) -> None:
         ),
         carol=tool_then(
             Call("persona_send", {"target_persona": "alice", "message": "back", "await_reply": True}),
-            lambda body: _tool_results(body)[0],
+            lambda body: tool_texts(body)[0],
         ),
     )
     async with FakeAnthropic(responder=responder) as fake:
@@ -215,7 +201,7 @@ async def test_task_status_is_visible_only_from_the_starting_thread(tmp_path: Pa
     async with FakeAnthropic(responder=responder) as fake:
         async with running_gateway(config(tmp_path, fake)) as gw:
             await say(gw, "go", thread="one")
-            task_id = json.loads(_tool_results(of(fake, "alice")[1])[0])["task_id"]
+            task_id = json.loads(tool_texts(of(fake, "alice")[1])[0])["task_id"]
             other = await say(gw, "hello", thread="two")
             status_tool = __import__("tools.registry", fromlist=["by_mcp_name"]).by_mcp_name(
                 "persona_task_status"
@@ -248,7 +234,7 @@ async def test_background_agent_reports_back_into_the_thread(tmp_path: Path) -> 
     async with FakeAnthropic(responder=responder) as fake:
         async with running_gateway(config(tmp_path, fake)) as gw:
             turn = await say(gw, "check the logs in the background")
-            spawned = json.loads(_tool_results(of(fake, "alice")[1])[0])
+            spawned = json.loads(tool_texts(of(fake, "alice")[1])[0])
             notice = await _wait(
                 lambda: fetch_row(gw.components.db, "SELECT text FROM messages WHERE role = 'system'")
             )
@@ -295,7 +281,7 @@ async def test_a_background_session_cannot_spawn_sessions(tmp_path: Path) -> Non
     responder = router(
         alice=tool_then(
             Call("background_agent", {"action": "spawn", "prompt": "nested work"}),
-            lambda body: f"alice: {(_tool_results(body) or [''])[0][:80]}",
+            lambda body: f"alice: {(tool_texts(body) or [''])[0][:80]}",
         ),
     )
     async with FakeAnthropic(responder=responder) as fake:
@@ -331,7 +317,7 @@ async def test_background_task_cancel_and_visibility(tmp_path: Path) -> None:
     async with FakeAnthropic(responder=responder) as fake:
         async with running_gateway(config(tmp_path, fake)) as gw:
             turn = await say(gw, "start it", thread="one")
-            task_id = json.loads(_tool_results(of(fake, "alice")[1])[0])["taskId"]
+            task_id = json.loads(tool_texts(of(fake, "alice")[1])[0])["taskId"]
             await _wait(lambda: asyncio.sleep(0, result=bool(of(fake, "bob"))))  # the session is running
             other = await say(gw, "hello", thread="two")
             stranger = ToolContext(

@@ -9,30 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
-from tests.harness import provider_for, running_gateway, say, write_config
+from tests.harness import provider_for, running_gateway, say, tool_texts, write_config
 from tools.bridge import RunIdentity
 
 LABELS = ["fs.read:thread", "fs.write:thread"]
 ESCAPES = ["/etc/passwd", "../../../../talon.db", "/proc/self/root/etc/passwd", "~/.ssh/id_rsa"]
 
 
-def _results(body: dict[str, Any]) -> list[str]:
-    found = []
-    for message in body.get("messages", []):
-        for block in message["content"] if isinstance(message.get("content"), list) else []:
-            if block.get("type") == "tool_result":
-                content = block.get("content", "")
-                found.append(
-                    content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-                )
-    return found
-
-
 def _script(calls: list[Call]) -> Any:
     """A model that makes ``calls`` one at a time, then answers with every result as JSON."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        results = _results(body)
+        results = tool_texts(body)
         if len(results) < len(calls):
             return Reply(tool_calls=[calls[len(results)]])
         return Reply(text=json.dumps(results))

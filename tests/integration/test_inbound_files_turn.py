@@ -13,7 +13,7 @@ from typing import Any
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.pdf_maker import make_pdf
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.harness import provider_for, running_gateway, write_config
+from tests.harness import provider_for, running_gateway, tool_results, write_config
 from tests.store_helpers import fetch_rows
 
 CHANNEL = "team-telegram"
@@ -32,17 +32,6 @@ def _texts(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _results(body: dict[str, Any]) -> list[tuple[bool, str]]:
-    found = []
-    for message in body.get("messages", []):
-        for block in message["content"] if isinstance(message.get("content"), list) else []:
-            if block.get("type") == "tool_result":
-                content = block.get("content", "")
-                text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-                found.append((bool(block.get("is_error")), text))
-    return found
-
-
 class Model:
     """Ann's thread extracts the PDF its context names; Bob's reads his notes, then tries Ann's
     file by her path and by climbing out of his workspace."""
@@ -52,7 +41,7 @@ class Model:
         self.results: dict[str, list[tuple[bool, str]]] = {}  # file name -> its turn's tool results
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        text, results = _texts(body), _results(body)
+        text, results = _texts(body), tool_results(body)
         shown = re.search(r"/workspace/inbox/\d+/(minutes\.pdf|notes\.txt)", text)
         assert shown is not None, text
         path, name = shown.group(0), shown.group(1)

@@ -10,23 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
-from tests.harness import provider_for, running_gateway, say, write_config
+from tests.harness import provider_for, running_gateway, say, tool_texts, write_config
 
 ECHO_SERVER = Path(__file__).resolve().parents[1] / "fakes" / "mcp_echo_server.py"
 
 
-def _tool_result(body: dict[str, Any]) -> str | None:
-    for message in body.get("messages", []):
-        for block in message["content"] if isinstance(message.get("content"), list) else []:
-            if block.get("type") == "tool_result":
-                content = block["content"]
-                return content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-    return None
-
-
 async def test_a_persona_calls_its_own_mcp_server_in_a_turn(tmp_path: Path) -> None:
     def respond(body: dict[str, Any]) -> Reply:
-        result = _tool_result(body)
+        result = next(iter(tool_texts(body)), None)
         if result is None:
             return Reply(tool_calls=[Call("echo__echo", {"text": "ping through mcp"})])
         return Reply(text=f"server said: {result}")

@@ -15,21 +15,9 @@ from connectors.base import Attachment, InboundEvent, Sender
 from gateway.sandbox import sandbox_problem
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.pdf_maker import make_pdf
-from tests.harness import provider_for, running_gateway, say, write_config
+from tests.harness import provider_for, running_gateway, say, tool_texts, write_config
 
 LABELS = ["fs.read:thread", "fs.write:thread", "shell.exec:sandbox"]
-
-
-def _tool_results(body: dict[str, Any]) -> list[str]:
-    found = []
-    for message in body.get("messages", []):
-        for block in message["content"] if isinstance(message.get("content"), list) else []:
-            if block.get("type") == "tool_result":
-                content = block.get("content", "")
-                found.append(
-                    content if isinstance(content, str) else "".join(c.get("text", "") for c in content)
-                )
-    return found
 
 
 @pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
@@ -40,7 +28,7 @@ async def test_the_model_runs_bash_and_extracts_a_document_it_made(tmp_path: Pat
     )
 
     def respond(body: dict[str, Any]) -> Reply:
-        results = _tool_results(body)
+        results = tool_texts(body)
         if not results:
             return Reply(
                 tool_calls=[Call("bash", {"command": f"{script} && ls /workspace && cat /etc/shadow"})]
