@@ -125,3 +125,22 @@ async def test_a_turns_reads_use_indexes_whatever_the_history(db: Database) -> N
     assert len(plans) == 4  # thread, summary, transcript, next outbox row
     for plan in plans:
         assert not any(step.startswith("SCAN") or "TEMP B-TREE" in step for step in plan), plan
+
+
+async def test_the_start_up_read_of_staged_files_reads_only_their_index(db: Database) -> None:
+    """Finishing interrupted file moves at start walks a partial index that holds only the
+    messages still marked ``staged``, not every message ever received."""
+    from gateway.store.messages import messages_with_staged_files
+
+    statements: list[str] = []
+
+    def plan(conn: sqlite3.Connection) -> list[str]:
+        conn.set_trace_callback(statements.append)
+        try:
+            messages_with_staged_files(conn)
+        finally:
+            conn.set_trace_callback(None)
+        (select,) = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+        return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + select)]
+
+    assert await db.read(plan) == ["SCAN messages USING INDEX messages_with_staged_files"]
