@@ -5,10 +5,12 @@
         [--latency 0.05:0.2] [--fail-rate 0.02] [--seed 1] [--max-seconds 600]
 
 Every REST call waits a random time in ``--latency`` before it is answered (the gateway
-websocket is not slowed). A share ``--fail-rate`` of message creates is refused before
-anything is created: half with 429 as Discord sends it (``Via``, ``Retry-After``,
+websocket is not slowed). A share ``--fail-rate`` of message creates, those that carry
+files included, is refused before anything is created (after the request was read whole,
+as Discord does): half with 429 as Discord sends it (``Via``, ``Retry-After``,
 ``X-RateLimit-*`` headers and ``retry_after`` 1 s in the body; discord.py retries a 429
-only when ``Via`` is there), a quarter each with 502 and 503.
+only when ``Via`` is there), a quarter each with 502 and 503. A create that carries files
+is answered another ``--latency`` after its message was created.
 
 The test drives the fake over HTTP under ``/_fake/``:
 
@@ -16,6 +18,10 @@ The test drives the fake over HTTP under ``/_fake/``:
   dispatches user messages as MESSAGE_CREATE, in order (``guild`` false, the default, makes
   the channel a DM with the author); answers ``{"message_ids": [...]}``.
 - ``GET /_fake/sent`` answers ``{"<channel_id>": ["content", ...]}``: every message the bot created.
+- ``GET /_fake/files`` answers ``[{"chat_id", "name", "size", "sha256"}, ...]``: every file
+  attached to a message the bot created, in order. A file reaches the channel with its
+  message, so a refused create lists nothing, and a create that repeats a nonce Discord
+  already saw (``enforce_nonce``) is answered with the first message and lists nothing new.
 - ``GET /_fake/stats`` answers call counts per route, refusals and gateway sessions.
 
 The port file holds ``{"url", "gateway_url", "token"}``.
@@ -67,7 +73,13 @@ class ChaoticDiscord(FakeDiscord):
 
     async def _create_message(self, request: web.Request) -> web.Response:
         if self._refusal_rng.random() >= self.fail_rate:
-            return await super()._create_message(request)
+            response = await super()._create_message(request)
+            if request.content_type.startswith("multipart/"):
+                # The files are in the channel now; the answer still has to travel back,
+                # and a crash meanwhile leaves the bot not knowing.
+                await asyncio.sleep(self._latency_rng.uniform(*self.latency))
+            return response
+        await request.read()
         self._attempts[request.match_info["cid"]] += 1
         status = self._refusal_rng.choice(_REFUSALS)
         self.refused[status] += 1
@@ -75,6 +87,14 @@ class ChaoticDiscord(FakeDiscord):
 
     def sent_contents(self) -> dict[str, list[str]]:
         return {cid: [m["content"] for m in messages] for cid, messages in list(self._sent.items())}
+
+    def sent_files(self) -> list[dict[str, Any]]:
+        return [
+            {"chat_id": cid, "name": f["filename"], "size": f["size"], "sha256": f["sha256"]}
+            for cid, messages in list(self._sent.items())
+            for m in messages
+            for f in m["files"]
+        ]
 
 
 def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
@@ -95,6 +115,9 @@ def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
     async def sent(request: web.Request) -> web.Response:
         return web.json_response(fake.sent_contents())
 
+    async def files(request: web.Request) -> web.Response:
+        return web.json_response(fake.sent_files())
+
     async def stats(request: web.Request) -> web.Response:
         return web.json_response(
             {
@@ -108,6 +131,7 @@ def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
     return [
         web.post("/_fake/inject", inject),
         web.get("/_fake/sent", sent),
+        web.get("/_fake/files", files),
         web.get("/_fake/stats", stats),
     ]
 

@@ -4,12 +4,16 @@
     python -m tests.fakes.slack_api.standalone --port-file PATH \\
         [--latency 0.05:0.2] [--fail-rate 0.02] [--redeliver-after 0] [--seed 1] [--max-seconds 600]
 
-Every Web API call waits a random time in ``--latency`` before it is answered. A share
-``--fail-rate`` of ``chat.postMessage`` calls is refused before anything is posted, the
-two ways Slack refuses a call it did not carry out: half with HTTP 429 ``ratelimited``
-(``Retry-After: 1``), half with HTTP 503 ``service_unavailable``. (Slack's other 5xx and
-``internal_error`` may have posted; the connector treats them as ambiguous and never
-resends, so a test asserting that nothing is lost must not inject them.)
+Every Web API call, and every POST of a file's bytes to its upload URL, waits a random
+time in ``--latency`` before it is answered. A share ``--fail-rate`` of the calls that post
+or share (``chat.postMessage``, ``files.getUploadURLExternal``, the bytes' POST,
+``files.completeUploadExternal``) is refused before anything is done, the two ways Slack
+refuses a call it did not carry out: half with HTTP 429 ``ratelimited`` (``Retry-After:
+1``), half with HTTP 503 ``service_unavailable``. A shared file's
+``files.completeUploadExternal`` answer comes another ``--latency`` after the file showed
+in the channel. (Slack's other 5xx and ``internal_error``
+may have posted; the connector treats them as ambiguous and never resends, so a test
+asserting that nothing is lost must not inject them.)
 
 Events go out over Socket Mode. With ``--redeliver-after S`` an envelope the app has not
 acknowledged within S seconds is delivered again, up to three times, as Slack does.
@@ -19,6 +23,9 @@ The test drives the fake over HTTP under ``/_fake/``:
 - ``POST /_fake/inject`` ``{"messages": [{"channel", "text", "user"?}]}`` delivers user
   messages as ``message`` events, in order (``D...`` channels are DMs); answers ``{"ts": [...]}``.
 - ``GET /_fake/sent`` answers ``{"<channel>": ["text", ...]}``: every message the bot posted.
+- ``GET /_fake/files`` answers ``[{"chat_id", "name", "size", "sha256"}, ...]``: every file
+  shared into a channel, in order. A file shows in a channel only once
+  ``files.completeUploadExternal`` shared it; bytes uploaded but never shared are not listed.
 - ``GET /_fake/stats`` answers call counts per method, refusals, deliveries and acks.
 
 The port file holds ``{"url", "bot_token", "app_token"}``.
@@ -42,10 +49,13 @@ from tests.fakes.slack_api.model import Envelope, channel_type
 from tests.fakes.slack_api.server import FakeSlack
 
 _MAX_REDELIVERIES = 3  # Slack retries an unacknowledged event three times
+# The calls that post or share something; the chaos refuses a share of them.
+_REFUSABLE = frozenset({"chat.postMessage", "files.getUploadURLExternal", "files.completeUploadExternal"})
 
 
 class ChaoticSlack(FakeSlack):
-    """The fake Slack with latency on every Web API call and refusals on some posts."""
+    """The fake Slack with latency on every Web API call and upload, refusals on some posts
+    and upload steps."""
 
     def __init__(
         self, *, latency: tuple[float, float], fail_rate: float, seed: int, redeliver_after: float
@@ -67,9 +77,23 @@ class ChaoticSlack(FakeSlack):
         method = request.match_info["method"]
         self.method_calls[method] += 1
         await asyncio.sleep(self._latency_rng.uniform(*self.latency))
-        if method == "chat.postMessage" and self._refusal_rng.random() < self.fail_rate:
+        if method in _REFUSABLE and self._refusal_rng.random() < self.fail_rate:
+            await request.read()  # as Slack does: the client sent it all, then hears the refusal
             return self._refusal()
-        return await super()._api(request)
+        response = await super()._api(request)
+        if method == "files.completeUploadExternal":
+            # The file is in the channel now; the answer still has to travel back, and a
+            # crash meanwhile leaves the app not knowing.
+            await asyncio.sleep(self._latency_rng.uniform(*self.latency))
+        return response
+
+    async def _receive_upload(self, request: web.Request) -> web.Response:
+        self.method_calls["upload"] += 1
+        await asyncio.sleep(self._latency_rng.uniform(*self.latency))
+        if self._refusal_rng.random() < self.fail_rate:
+            await request.read()
+            return self._refusal()
+        return await super()._receive_upload(request)
 
     def _refusal(self) -> web.Response:
         if self._refusal_rng.random() < 0.5:
@@ -122,6 +146,14 @@ def control_routes(fake: ChaoticSlack) -> list[web.RouteDef]:
             {channel: [p.text for p in posts] for channel, posts in list(fake.state.posted.items())}
         )
 
+    async def files(request: web.Request) -> web.Response:
+        return web.json_response(
+            [
+                {"chat_id": f.channel, "name": f.name, "size": f.size, "sha256": f.sha256}
+                for f in list(fake.shared_files)
+            ]
+        )
+
     async def stats(request: web.Request) -> web.Response:
         envelopes = fake.envelopes
         return web.json_response(
@@ -138,6 +170,7 @@ def control_routes(fake: ChaoticSlack) -> list[web.RouteDef]:
     return [
         web.post("/_fake/inject", inject),
         web.get("/_fake/sent", sent),
+        web.get("/_fake/files", files),
         web.get("/_fake/stats", stats),
     ]
 
@@ -154,6 +187,7 @@ async def serve(args: argparse.Namespace) -> None:
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_routes(control_routes(fake))
     app.router.add_route("*", "/api/{method}", fake._api)
+    app.router.add_post("/upload/v1/{file_id}", fake._receive_upload)
     app.router.add_get("/socket", fake._socket)
     app.router.add_get("/files-pri/{file_key}/download/{name}", fake._download)
     app.router.add_get("/files-pri/{file_key}/{name}", fake._download)
@@ -194,7 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port-file", type=Path, required=True, help="written with url and tokens")
     parser.add_argument("--latency", default="0:0", help="seconds added to each Web API call, LOW:HIGH")
-    parser.add_argument("--fail-rate", type=float, default=0.0, help="share of chat.postMessage refused")
+    parser.add_argument(
+        "--fail-rate", type=float, default=0.0, help="share of posts and upload steps refused"
+    )
     parser.add_argument(
         "--redeliver-after",
         type=float,
