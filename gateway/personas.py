@@ -47,8 +47,9 @@ class _PersonaShell(BaseModel):
     model_config = ConfigDict(extra="forbid")
     network: bool | Literal["guarded"] = Field(
         False,
-        description="whether the bash sandbox may reach the network: false (none), true (unrestricted); "
-        "guarded is accepted and, until shell egress goes through the net_http guard, means none",
+        description="whether the bash sandbox may reach the network: false (none), true (unrestricted), "
+        "guarded (only through an HTTP proxy that applies net_http's allowlists and private-address "
+        "blocks; programs that ignore HTTP_PROXY reach nothing)",
     )
     env: dict[str, str] = Field(
         {}, description="variables the bash sandbox sees besides PATH, HOME=/workspace and LANG"

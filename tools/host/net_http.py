@@ -15,7 +15,7 @@ import codecs
 import ipaddress
 import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from yarl import URL
 from tools.base import HostTool, ToolContext, ToolError
 from tools.ssrf import EgressPolicy, IPAddress, normalize_host
 
-__all__ = ["TOOL", "egress_policy", "fetch", "http_request"]
+__all__ = ["TOOL", "Resolve", "egress_policy", "fetch", "http_request", "vetted_addresses"]
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_TIMEOUT_MS = 30_000
@@ -57,6 +57,7 @@ _TEXT_TYPES = frozenset(
     }
 )  # fmt: skip
 _BINARY_MAJOR = ("image/", "audio/", "video/", "font/")
+Resolve = Callable[[str, int], Awaitable[list[IPAddress]]]
 _HINT = "ask the operator to add it to net_http.allowed_private_hosts"
 
 
@@ -167,20 +168,34 @@ async def _vet(url: URL, policy: EgressPolicy, resolver: _PinnedResolver) -> Non
         raise ToolError(f"url {str(url)!r} has no host")
     if url.raw_user is not None or url.raw_password is not None:
         raise ToolError("credentials in the URL are not allowed; send them in an Authorization header")
-    host = url.raw_host
+    resolver.pin(url.raw_host, await vetted_addresses(url.raw_host, url.port or 0, policy))
+
+
+async def vetted_addresses(
+    host: str, port: int, policy: EgressPolicy, *, resolve: Resolve | None = None
+) -> list[IPAddress]:
+    """The addresses of ``host`` if the domain allowlist and every address pass ``policy``.
+
+    ``resolve`` (host, port) -> addresses replaces the system resolver (tests answer with it).
+
+    Raises:
+        :class:`tools.base.ToolError`: The host is not allowed, does not resolve, or one of its
+            addresses is blocked; the message says which and what the operator can change.
+    """
     if not policy.host_allowed(host):
         raise ToolError(
-            f"blocked: {url.host} is not in the allowed domains ({', '.join(policy.domains)}); ask the operator "
-            "to add it to net_http.allowed_domains in talon.yaml or to the persona's net_http.allowed_domains"
+            f"blocked: {normalize_host(host)} is not in the allowed domains ({', '.join(policy.domains)}); "
+            "ask the operator to add it to net_http.allowed_domains in talon.yaml or to the persona's "
+            "net_http.allowed_domains"
         )
-    addresses = await _resolve(host, url.port or 0)
+    addresses = await (resolve or _resolve)(host, port)
     for addr in addresses:
         why = policy.address_problem(host, addr)
         if why:
             if _literal(host) is not None:
                 raise ToolError(f"blocked: {addr} is {why}; {_HINT}")
-            raise ToolError(f"blocked: {url.host} resolves to {addr}, {why}; {_HINT}")
-    resolver.pin(host, addresses)
+            raise ToolError(f"blocked: {normalize_host(host)} resolves to {addr}, {why}; {_HINT}")
+    return addresses
 
 
 def _literal(host: str) -> IPAddress | None:

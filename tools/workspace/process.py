@@ -1,6 +1,7 @@
 """Running a sandboxed command: its output bounded, its time bounded, all of it killed at the end.
 
-The command starts in a process group of its own; when it finishes, times out, floods its
+The command starts in a process group of its own (behind its egress proxy, when it has one,
+which closes with it); when it finishes, times out, floods its
 output past the extreme limit or its call is cancelled, the whole group and everything in its
 cgroups is killed (bubblewrap's PID namespace takes any process that escaped the group with
 it). Output is read as it comes and kept as head and tail (:class:`HeadTail`), so the
@@ -56,8 +57,10 @@ class Finished:
 async def start(
     command: SandboxedCommand, *, stdout: int = asyncio.subprocess.PIPE
 ) -> asyncio.subprocess.Process:
-    """Start ``command`` in its own process group, stdin closed."""
+    """Start ``command`` in its own process group, stdin closed (its egress proxy first)."""
     try:
+        if command.egress is not None:
+            await command.egress.start()
         return await asyncio.create_subprocess_exec(
             *command.argv,
             stdin=asyncio.subprocess.DEVNULL,
@@ -71,6 +74,8 @@ async def start(
         )
     except BaseException:
         command.cgroups.remove()
+        if command.egress is not None:
+            await command.egress.close()
         raise
 
 
@@ -87,6 +92,8 @@ async def stop(proc: asyncio.subprocess.Process, command: SandboxedCommand) -> N
         command.cgroups.kill()
         await asyncio.sleep(0.01)
     command.cgroups.remove()
+    if command.egress is not None:
+        await command.egress.close()
 
 
 def exit_code(returncode: int | None) -> int | None:

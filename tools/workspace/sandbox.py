@@ -9,12 +9,16 @@ The command runs as ``/bin/sh -c <command>`` under the one bubblewrap builder
 - the system directories read-only, a fresh ``/tmp``, ``/proc`` of its own PID namespace,
   no home directory, no data dir, no daemon socket;
 - the environment ``PATH``, ``HOME=/workspace``, ``LANG`` and persona.yaml ``shell.env``;
-- no network unless ``shell.network: true`` (``guarded`` is not built yet and means none).
+- no network unless ``shell.network: true``; with ``guarded`` a network namespace holding only
+  loopback and an HTTP proxy port that leads through the net_http guard
+  (:mod:`tools.workspace.egress_proxy`).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +26,8 @@ from gateway.sandbox import DEFAULT_BWRAP, SYSTEM_PATH, Mount, SandboxSpec, bwra
 from gateway.sandbox import sandbox_problem as _sandbox_problem
 from gateway.sandbox_limits import CallCgroups, Limits, limited_command
 from tools.base import ToolError
+from tools.host.net_http import egress_policy
+from tools.workspace.egress_proxy import GuardedEgress
 from tools.workspace.roots import SHARED, WORKSPACE, WorkspaceRoots, thread_workspace
 
 if TYPE_CHECKING:
@@ -78,11 +84,19 @@ def shell_mounts(ctx: ToolContext) -> tuple[Mount, ...]:
 
 @dataclass(slots=True)
 class SandboxedCommand:
-    """A command line ready to start, the environment to start it with, and its cgroups."""
+    """A command line ready to start, the environment to start it with, its cgroups, and the
+    egress proxy it reaches the network through (``shell.network: guarded``)."""
 
     argv: list[str]
     env: dict[str, str]
     cgroups: CallCgroups
+    egress: GuardedEgress | None = None
+
+    def discard(self) -> None:
+        """Give back what was made for a command that will not be started."""
+        self.cgroups.remove()
+        if self.egress is not None:
+            self.egress.discard()
 
 
 def sandboxed_command(
@@ -96,7 +110,29 @@ def sandboxed_command(
     path = find_bwrap(bwrap)
     if path is None:
         raise ToolError(f"bash is not available here: {shell_problem(bwrap)}")
-    spec = SandboxSpec(mounts=shell_mounts(ctx), cwd=WORKSPACE, network=ctx.persona.shell_network is True)
-    argv = [path, *bwrap_arguments(spec), "--", "/bin/sh", "-c", command]
+    inner = ["/bin/sh", "-c", command]
+    env = shell_environment(ctx.persona)
+    if ctx.persona.shell_network == "guarded":
+        egress = GuardedEgress.create(egress_policy(ctx))
+        python, runtime = _forwarder_python()
+        spec = SandboxSpec(mounts=(*shell_mounts(ctx), egress.mount), cwd=WORKSPACE, read_only_paths=runtime)
+        inner = egress.wrap(python, inner)
+        env.update(egress.environment())
+    else:
+        egress = None
+        spec = SandboxSpec(mounts=shell_mounts(ctx), cwd=WORKSPACE, network=ctx.persona.shell_network is True)
+    argv = [path, *bwrap_arguments(spec), "--", *inner]
     cgroups = CallCgroups.create(limits)
-    return SandboxedCommand(limited_command(limits, argv, cgroups), shell_environment(ctx.persona), cgroups)
+    return SandboxedCommand(limited_command(limits, argv, cgroups), env, cgroups, egress)
+
+
+def _forwarder_python() -> tuple[str, tuple[str, ...]]:
+    """A Python for the sandbox's end of the proxy, and what must be bound for it to run.
+
+    The system's ``python3`` is already visible; otherwise the daemon's own interpreter,
+    whose installation is bound read-only (the standard library is all the forwarder uses).
+    """
+    for candidate in ("/usr/bin/python3", "/bin/python3"):
+        if os.access(candidate, os.X_OK):
+            return candidate, ()
+    return os.path.realpath(sys.executable), (sys.base_prefix,)

@@ -81,7 +81,7 @@ async def run_bash(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     if background:
         owner = (ctx.persona.name, ctx.thread_id)
         if jobs.running_count(owner) >= jobs.MAX_JOBS_PER_THREAD:
-            sandboxed.cgroups.remove()
+            sandboxed.discard()
             raise ToolError(
                 f"this thread already runs {jobs.MAX_JOBS_PER_THREAD} background jobs; wait for one to end "
                 "(wait_for with type process) before starting another"
