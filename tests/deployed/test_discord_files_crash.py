@@ -5,7 +5,10 @@ are reported ``unknown`` rather than uploaded again.
 ``talon run`` as deployed; the Discord stand-in in its own process answers every REST call
 after 100-300 ms, answers a create that carries a file another 100-300 ms after the message
 was created, and refuses 5 % of message creates (429 with Discord's headers, 502, 503),
-which discord.py or the outbox retries. A file reaches a channel with its message.
+which discord.py or the outbox retries. A file reaches a channel with its message. A
+second upload of the same file with the same nonce would be answered with the first
+message (as Discord does for a few minutes), so the stand-in also counts those: none may
+happen.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from tests.deployed.files_crash import (
     kill_mid_upload,
     make_files,
 )
-from tests.deployed.support import fake_process, post_json, write_deployed_config
+from tests.deployed.support import fake_process, get_json, post_json, write_deployed_config
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -67,4 +70,9 @@ async def test_kill_9_mid_upload_attaches_no_file_twice_and_loses_none(tmp_path:
         outcome = await kill_mid_upload(
             config, discord.url, CHATS, lambda: post_json(f"{discord.url}/_fake/inject", {"messages": asks})
         )
+        stats = await get_json(f"{discord.url}/_fake/stats")
+    assert stats["refused_uploads"] > 0, f"the stand-in refused some uploads, which were retried: {stats}"
+    # Discord answers a create repeating a recent nonce with the first message, which would
+    # hide a second upload of a file for a few minutes; the outbox must not rely on it.
+    assert stats["repeated_nonces"] == 0, "no file was uploaded again"
     check_exactly_once(outcome, digests, DMS, tmp_path / "data")

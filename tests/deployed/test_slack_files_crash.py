@@ -22,7 +22,7 @@ from tests.deployed.files_crash import (
     kill_mid_upload,
     make_files,
 )
-from tests.deployed.support import fake_process, post_json, write_deployed_config
+from tests.deployed.support import fake_process, get_json, post_json, write_deployed_config
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -63,4 +63,7 @@ async def test_kill_9_mid_upload_shares_no_file_twice_and_loses_none(tmp_path: P
         outcome = await kill_mid_upload(
             config, slack.url, CHATS, lambda: post_json(f"{slack.url}/_fake/inject", {"messages": asks})
         )
+        stats = await get_json(f"{slack.url}/_fake/stats")
+    refused = {method: n for method, n in stats["refused_calls"].items() if method != "chat.postMessage"}
+    assert refused, f"the stand-in refused some upload steps, which were retried: {stats}"
     check_exactly_once(outcome, digests, DMS, tmp_path / "data")

@@ -22,7 +22,9 @@ The test drives the fake over HTTP under ``/_fake/``:
   attached to a message the bot created, in order. A file reaches the channel with its
   message, so a refused create lists nothing, and a create that repeats a nonce Discord
   already saw (``enforce_nonce``) is answered with the first message and lists nothing new.
-- ``GET /_fake/stats`` answers call counts per route, refusals and gateway sessions.
+- ``GET /_fake/stats`` answers call counts per route, refusals (per status, and how many
+  carried files), creates answered with an earlier message for their repeated nonce, and
+  gateway sessions.
 
 The port file holds ``{"url", "gateway_url", "token"}``.
 """
@@ -54,6 +56,8 @@ class ChaoticDiscord(FakeDiscord):
         self.latency = latency
         self.fail_rate = fail_rate
         self.refused: Counter[int] = Counter()
+        self.refused_uploads = 0  # refused creates that carried files
+        self.repeated_nonces = 0  # creates answered with the message an earlier one created
         self.route_calls: Counter[str] = Counter()
         # Refusals draw from their own sequence: which creates are refused depends only on
         # the seed and their order, not on how many other calls happened in between.
@@ -73,13 +77,17 @@ class ChaoticDiscord(FakeDiscord):
 
     async def _create_message(self, request: web.Request) -> web.Response:
         if self._refusal_rng.random() >= self.fail_rate:
+            cid = request.match_info["cid"]
+            created = len(self._sent[cid])
             response = await super()._create_message(request)
+            self.repeated_nonces += response.status == 200 and len(self._sent[cid]) == created
             if request.content_type.startswith("multipart/"):
                 # The files are in the channel now; the answer still has to travel back,
                 # and a crash meanwhile leaves the bot not knowing.
                 await asyncio.sleep(self._latency_rng.uniform(*self.latency))
             return response
         await request.read()
+        self.refused_uploads += request.content_type.startswith("multipart/")
         self._attempts[request.match_info["cid"]] += 1
         status = self._refusal_rng.choice(_REFUSALS)
         self.refused[status] += 1
@@ -123,6 +131,8 @@ def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
             {
                 "calls": dict(fake.route_calls),
                 "refused": {str(k): v for k, v in fake.refused.items()},
+                "refused_uploads": fake.refused_uploads,
+                "repeated_nonces": fake.repeated_nonces,
                 "identifies": len(fake.gateway.identifies),
                 "resumes": fake.gateway.resumes,
             }

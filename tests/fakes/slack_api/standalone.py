@@ -26,7 +26,8 @@ The test drives the fake over HTTP under ``/_fake/``:
 - ``GET /_fake/files`` answers ``[{"chat_id", "name", "size", "sha256"}, ...]``: every file
   shared into a channel, in order. A file shows in a channel only once
   ``files.completeUploadExternal`` shared it; bytes uploaded but never shared are not listed.
-- ``GET /_fake/stats`` answers call counts per method, refusals, deliveries and acks.
+- ``GET /_fake/stats`` answers call counts per method, refusals (per status and per
+  method, ``upload`` for the bytes' POST), deliveries and acks.
 
 The port file holds ``{"url", "bot_token", "app_token"}``.
 """
@@ -65,6 +66,7 @@ class ChaoticSlack(FakeSlack):
         self.fail_rate = fail_rate
         self.redeliver_after = redeliver_after
         self.refused: Counter[int] = Counter()
+        self.refused_calls: Counter[str] = Counter()  # per method; the bytes' POST as "upload"
         self.method_calls: Counter[str] = Counter()
         self.redelivered = 0
         self._sent_at: dict[str, float] = {}
@@ -79,7 +81,7 @@ class ChaoticSlack(FakeSlack):
         await asyncio.sleep(self._latency_rng.uniform(*self.latency))
         if method in _REFUSABLE and self._refusal_rng.random() < self.fail_rate:
             await request.read()  # as Slack does: the client sent it all, then hears the refusal
-            return self._refusal()
+            return self._refusal(method)
         response = await super()._api(request)
         if method == "files.completeUploadExternal":
             # The file is in the channel now; the answer still has to travel back, and a
@@ -92,10 +94,11 @@ class ChaoticSlack(FakeSlack):
         await asyncio.sleep(self._latency_rng.uniform(*self.latency))
         if self._refusal_rng.random() < self.fail_rate:
             await request.read()
-            return self._refusal()
+            return self._refusal("upload")
         return await super()._receive_upload(request)
 
-    def _refusal(self) -> web.Response:
+    def _refusal(self, method: str) -> web.Response:
+        self.refused_calls[method] += 1
         if self._refusal_rng.random() < 0.5:
             self.refused[429] += 1
             return web.json_response(
@@ -160,6 +163,7 @@ def control_routes(fake: ChaoticSlack) -> list[web.RouteDef]:
             {
                 "calls": dict(fake.method_calls),
                 "refused": {str(k): v for k, v in fake.refused.items()},
+                "refused_calls": dict(fake.refused_calls),
                 "envelopes": len(envelopes),
                 "unacked": len(fake.unacked()),
                 "redelivered": fake.redelivered,
