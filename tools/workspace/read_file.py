@@ -1,8 +1,11 @@
 """``read_file``: a text file with line numbers, a slice at a time.
 
-The file is read in bounded chunks: only the lines asked for are kept, a line longer than
-:data:`MAX_LINE_CHARS` is cut (the rest is skipped without being held), and the output stops at
-:data:`MAX_OUTPUT_CHARS`, so a huge file or a 1 GB line costs a bounded amount of memory.
+A file larger than :data:`READ_WHOLE_UP_TO` is read in bounded chunks: only the lines asked
+for are kept, a line longer than :data:`MAX_LINE_CHARS` is cut (the rest is skipped without
+being held), and the output stops at :data:`MAX_OUTPUT_CHARS`, so a huge file or a 1 GB line
+costs a bounded amount of memory. A smaller file is read, decoded and split in one piece,
+which takes the last page of a 10,000-line file from about 3 ms to under 1 ms
+(``bench/bench_file_tools.py``); both ways give the same text.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import count
 from typing import Any
 
 from tools.base import HostTool, ToolContext, ToolError
@@ -23,6 +28,7 @@ MAX_LIMIT = 10_000
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 256_000
 HASH_UP_TO = 8 * 1024 * 1024  # files up to this size also get their sha256 in the result
+READ_WHOLE_UP_TO = 2 * 1024 * 1024  # smaller files are read and decoded in one piece
 CHUNK = 64 * 1024
 SNIFF = 8192
 
@@ -107,8 +113,8 @@ def count_lines(fd: int) -> int:
     return count + (last != b"\n")
 
 
-def _render(number: int, raw: bytes, skipped: int) -> str:
-    text = raw.decode("utf-8", "replace").removesuffix("\r")
+def _numbered(number: int, text: str, skipped: int) -> str:
+    text = text.removesuffix("\r")
     if len(text) > MAX_LINE_CHARS:
         skipped += len(text[MAX_LINE_CHARS:].encode())
         text = text[:MAX_LINE_CHARS]
@@ -117,37 +123,125 @@ def _render(number: int, raw: bytes, skipped: int) -> str:
     return f"{number:6d}\t{text}"
 
 
+@dataclass(slots=True)
+class _Page:
+    """The lines of one call, and what the footer needs to say."""
+
+    lines: list[str]
+    last: int  # the number of the last line read (the file's last line when the end was reached)
+    more: bool = False
+    full: bool = False  # stopped at the output limit
+    sha256: str | None = None
+
+
+def _collect(lines: Iterable[tuple[str, int]], offset: int, limit: int) -> _Page:
+    """Numbered lines from ``offset`` on, at most ``limit`` and :data:`MAX_OUTPUT_CHARS`."""
+    page = _Page([], offset - 1)
+    used = 0
+    for number, (text, skipped) in enumerate(lines, start=offset):
+        page.last = number
+        if len(page.lines) >= limit:
+            page.more = True
+            break
+        entry = _numbered(number, text, skipped)
+        if used + len(entry) > MAX_OUTPUT_CHARS and page.lines:
+            page.more = page.full = True
+            break
+        page.lines.append(entry)
+        used += len(entry) + 1
+    return page
+
+
+def _page_in_memory(fd: int, size: int, offset: int, limit: int) -> tuple[_Page, int | None]:
+    """The page of a file read whole; its line count only when the page is empty."""
+    data = _read_whole(fd, size)
+    # Only the page is decoded and split; the rest after it stays one string.
+    text = data[_start_of_line(data, offset - 1) :].decode("utf-8", "replace")
+    lines = text.split("\n", limit)
+    if lines[-1] == "":
+        lines.pop()
+    window = lines[:limit]
+    if "\r" in text:
+        window = [line.removesuffix("\r") for line in window]
+    if max(map(len, window), default=0) > MAX_LINE_CHARS:
+        numbered = [_numbered(n, line, 0) for n, line in zip(count(offset), window)]
+    else:  # the common case, in one comprehension ("%" formats fastest here)
+        numbered = ["%6d\t%s" % entry for entry in zip(count(offset), window)]  # noqa: UP031
+    kept = _within_output_limit(numbered)
+    more = len(kept) < len(numbered) or len(lines) > limit
+    page = _Page(kept, offset - 1 + len(kept), more=more, full=len(kept) < len(numbered))
+    if not more and size <= HASH_UP_TO:
+        page.sha256 = hashlib.sha256(data).hexdigest()
+    if kept:
+        return page, None
+    return page, data.count(b"\n") + (not data.endswith(b"\n")) if data else 0
+
+
+def _start_of_line(data: bytes, skip: int) -> int:
+    """Where the line after the first ``skip`` lines starts (``len(data)`` past the end)."""
+    position = 0
+    while skip:
+        end = min(position + CHUNK, len(data))
+        newlines = data.count(b"\n", position, end)
+        if newlines < skip:
+            if end == len(data):
+                return end
+            skip, position = skip - newlines, end
+            continue
+        for _ in range(skip):
+            position = data.index(b"\n", position) + 1
+        skip = 0
+    return position
+
+
+def _within_output_limit(entries: list[str]) -> list[str]:
+    """The first entries that fit in :data:`MAX_OUTPUT_CHARS` with their newlines (at least one)."""
+    if sum(map(len, entries)) + len(entries) <= MAX_OUTPUT_CHARS:
+        return entries
+    used = 0
+    for i, entry in enumerate(entries):
+        used += len(entry) + 1
+        if used - 1 > MAX_OUTPUT_CHARS and i:
+            return entries[:i]
+    return entries
+
+
+def _read_whole(fd: int, size: int) -> bytes:
+    parts, position = [], 0
+    while chunk := os.pread(fd, max(size - position, CHUNK), position):
+        parts.append(chunk)
+        position += len(chunk)
+    return b"".join(parts)
+
+
+def _page_streamed(fd: int, size: int, offset: int, limit: int) -> tuple[_Page, int | None]:
+    """The page of a file read in chunks; its line count only when the page is empty."""
+    digest = hashlib.sha256() if size <= HASH_UP_TO else None
+    raw = lines_of(fd, digest, skip=offset - 1)
+    page = _collect(((b.decode("utf-8", "replace"), cut) for b, cut in raw), offset, limit)
+    if not page.more and digest is not None:
+        page.sha256 = digest.hexdigest()
+    return page, None if page.lines else count_lines(fd)
+
+
 def _read(fd: int, size: int, virtual: str, offset: int, limit: int) -> str:
     if _looks_binary(os.pread(fd, SNIFF, 0)):
         raise binary_refusal(virtual)
-    digest = hashlib.sha256() if size <= HASH_UP_TO else None
-    out: list[str] = []
-    used = 0
-    number = offset - 1
-    more = full = False
-    for number, (raw, skipped) in enumerate(lines_of(fd, digest, skip=offset - 1), start=offset):
-        if len(out) >= limit:
-            more = True
-            break
-        entry = _render(number, raw, skipped)
-        if used + len(entry) > MAX_OUTPUT_CHARS and out:
-            more = full = True
-            break
-        out.append(entry)
-        used += len(entry) + 1
+    read = _page_in_memory if size <= READ_WHOLE_UP_TO else _page_streamed
+    page, total = read(fd, size, offset, limit)
+    out = page.lines
     if not out:
-        total = count_lines(fd)
         if total == 0:
             return f"[{virtual} is empty]"
         return f"[{virtual} has {total} lines; offset {offset} is past the end: send an offset from 1 to {total}]"
     shown_to = offset + len(out) - 1
-    if more:
-        why = f"the {MAX_OUTPUT_CHARS}-character output limit" if full else f"limit {limit}"
+    if page.more:
+        why = f"the {MAX_OUTPUT_CHARS}-character output limit" if page.full else f"limit {limit}"
         out.append(f"[lines {offset}-{shown_to} shown ({why}); more follow: send offset={shown_to + 1}]")
-    elif digest is not None:
-        out.append(f"[end of file, {number} lines; sha256:{digest.hexdigest()}]")
+    elif page.sha256 is not None:
+        out.append(f"[end of file, {page.last} lines; sha256:{page.sha256}]")
     else:
-        out.append(f"[end of file, {number} lines]")
+        out.append(f"[end of file, {page.last} lines]")
     return "\n".join(out)
 
 

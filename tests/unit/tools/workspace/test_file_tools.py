@@ -11,6 +11,7 @@ import pytest
 
 from tools.base import ToolContext, ToolError
 from tools.workspace import edit_file, patch_apply, read_file, write_file
+from tools.workspace.roots import WorkspaceRoots
 
 
 async def call(tool: Any, ctx: ToolContext, **args: Any) -> Any:
@@ -213,3 +214,27 @@ async def test_patch_apply_partial_failure_restores_earlier_files(
 async def test_patch_apply_needs_edits_or_content(ctx: ToolContext, workspace: Path) -> None:
     result = await call(patch_apply, ctx, changes=[{"path": "a.txt", "content": None}])
     assert result["status"] == "rejected" and "no change supplied" in result["errors"][0]["error"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"one line without newline",
+        b"a\nb\nc\n",
+        b"crlf\r\nlines\r\nhere",
+        b"text\n" * 4998 + b"bad \xff\xfe utf-8\ncut \xe2\x82\nend\n",  # past the binary sniff
+        b"short\n" + b"x" * 9000 + b"\nafter\n",
+        b"\n\n\n",
+        b"".join(b"%d: %s\n" % (i, b"w" * (i % 300)) for i in range(5000)),
+    ],
+)
+def test_read_file_reads_small_files_whole_with_the_same_text(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
+    (workspace / "f.txt").write_bytes(content)
+    roots = WorkspaceRoots.for_call(ctx, "read")
+    pages = [(1, 2000), (2, 1), (3, 2), (4999, 5), (4000, 2000), (6000, 10)]
+    whole = [read_file.read_text(roots, "f.txt", o, n) for o, n in pages]
+    monkeypatch.setattr(read_file, "READ_WHOLE_UP_TO", -1)
+    assert [read_file.read_text(roots, "f.txt", o, n) for o, n in pages] == whole
