@@ -2,7 +2,8 @@
 
 One pass over the flat stream: each ``Start`` event opens a frame (:mod:`.frames`) on an
 explicit stack and its ``End`` closes it, so nothing recurses however deeply the input
-nests. What this adds to the grammar:
+nests. The state of a build (that stack, where blocks, inline nodes or text go, the depth)
+is one :class:`~.frames.BuildContext`, handed to every frame. What this adds to the grammar:
 
 - Blocks without visible content (blank paragraphs and headings, empty code blocks and
   quotes) are dropped.
@@ -17,10 +18,8 @@ nests. What this adds to the grammar:
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pyromark.event import Event, Range
 
@@ -29,318 +28,263 @@ from connectors.render.frames import (
     PARAGRAPH,
     PASS,
     AsWritten,
+    BuildContext,
     CodeFrame,
     Container,
     FlatFrame,
-    Frame,
     HeadingFrame,
     HtmlFrame,
     ImageFrame,
     ItemFrame,
+    LinkAsWritten,
     LinkFrame,
     ListFrame,
     QuoteFrame,
     RowFrame,
+    Source,
     StyledFrame,
     TableFrame,
 )
-from connectors.render.ir import Block, Break, Code, Inline, Paragraph, Rule, Style, Text
-from connectors.render.nodes import strip_inlines, visible
+from connectors.render.ir import Block, Break, Code, Rule, Style, Text
 from connectors.render.syntax import MAX_NESTING
 from connectors.render.urls import is_allowed_link, normalize_link
 
 _STYLES: dict[str, Style] = {"Emphasis": "italic", "Strong": "bold", "Strikethrough": "strike"}
 # In structure kept as text, each of these starts a line of its own.
 _LINES = frozenset({"Paragraph", "Heading", "Item", "TableHead", "TableRow"})
-_NO_RANGE: Range = {"start": 0, "end": 0}
-_NEWLINE = re.compile(b"\n")
+
+# An event as the loop reads it: a bare name, or a dict of one key (the event's kind)
+# whose value is the event's data. pyromark types the dicts as a union of one TypedDict
+# per kind, which the type checker cannot narrow by a key read at run time; plain dicts
+# is what they are.
+_Event = str | dict[str, Any]
 
 
-class Builder:
-    """Builds a document's blocks from its events.
+def build(events: Iterable[Event]) -> list[Block]:
+    """The blocks of the document ``events`` were parsed into.
 
     Two rare questions need source positions, which the events alone lack: whether a list
     none of whose items holds a paragraph is tight, and how a refused link was written.
-    Built from plain events (:meth:`build`), such a document raises
-    :class:`~.frames.NeedRanges`; build it again from ranged events (:meth:`build_ranged`)
-    with the source given.
-    """
+    Such a document raises :class:`~.frames.NeedRanges`; build it again with
+    :func:`build_ranged`."""
+    return _build(events, None)
 
-    def __init__(self, source: str | None = None) -> None:
-        self.root = self.container = Container()
-        self.stack: list[Frame] = [self.root]
-        self.out: list[Inline] = self.root.run  # where inline nodes go
-        self.parts: list[str] | None = None  # where text goes instead: in code, HTML or an image
-        self.flat = False  # in structure kept as text, where blocks and breaks start new lines
-        self.depth = 0
-        self.in_link = False
-        self.data = None if source is None else source.encode()
-        self.newlines = [match.start() for match in _NEWLINE.finditer(self.data or b"")]
-        self.range = self.previous = _NO_RANGE  # of the current event and the one before
-        # Consecutive text events go into one Text node. Its pieces are joined once, before
-        # the text is first read (:meth:`finish_text`), so that many events (inline HTML,
-        # single tildes) do not copy the growing text again for each one.
-        self.joining: Text | None = None
-        self.pieces: list[str] = []
 
-    def build(self, events: Iterable[Event]) -> list[Block]:
-        # The commonest events are handled inline: a call costs as much as the work.
-        stack = self.stack
-        starts = _STARTS
-        for event in events:
-            if type(event) is str:
-                self._bare(event)
+def build_ranged(source: str, events: Iterable[tuple[Event, Range]]) -> list[Block]:
+    """The blocks of the document parsed from ``source`` into ``events``, each with its
+    byte range in the source."""
+    positions = Source(source)
+    return _build(_ranged(positions, events), positions)
+
+
+def _ranged(source: Source, events: Iterable[tuple[Event, Range]]) -> Iterator[Event]:
+    for event, range_ in events:
+        source.previous, source.range = source.range, range_
+        yield event
+
+
+def _build(events: Iterable[Event], source: Source | None) -> list[Block]:
+    root = Container()
+    ctx = BuildContext([root], root, root.run, source)
+    stack = ctx.stack
+    starts = _STARTS
+    # The commonest events are handled inline: a call costs as much as the work.
+    for event in cast("Iterable[_Event]", events):
+        if type(event) is not dict:
+            _bare(ctx, event)
+            continue
+        (kind,) = event
+        value = event[kind]
+        if kind == "Text":
+            parts = ctx.parts
+            if parts is not None:
+                parts.append(value)
                 continue
-            (kind,) = event  # one key, whose value is the event's data
-            value = event[kind]  # type: ignore[index]
-            if kind == "Text":
-                parts = self.parts
-                if parts is not None:
-                    parts.append(value)
-                    continue
-                out = self.out
-                if out and type(out[-1]) is Text:
-                    self.join_text(out[-1], value)  # type: ignore[arg-type]
-                else:
-                    out.append(Text(value))
-            elif kind == "End":
-                stack.pop().close(self)
-            elif kind == "Start":
-                if type(value) is str:
-                    name, data = value, None
-                else:
-                    (name,) = value
-                    data = value[name]
-                if self.parts is None:
-                    starts.get(name, _pass)(self, data)
-                else:
-                    self._start_in_text(name, data)
-            elif kind == "Code":
-                if self.parts is None:
-                    self.out.append(Code(value))
-                else:
-                    self.parts.append(value)
-            elif kind == "InlineHtml" or kind == "Html":
-                self.text(value)
-        self.finish_text()
-        return self.root.blocks
-
-    def build_ranged(self, events: Iterable[tuple[Event, Range]]) -> list[Block]:
-        return self.build(self._ranged(events))
-
-    def _ranged(self, events: Iterable[tuple[Event, Range]]) -> Iterator[Event]:
-        for event, range_ in events:
-            self.previous, self.range = self.range, range_
-            yield event
-
-    def text(self, text: str) -> None:
-        parts = self.parts
-        if parts is not None:
-            parts.append(text)
-            return
-        out = self.out
-        if out and type(out[-1]) is Text:
-            self.join_text(out[-1], text)  # type: ignore[arg-type]
-        elif text:
-            out.append(Text(text))
-
-    def join_text(self, node: Text, text: str) -> None:
-        """Add ``text`` to the end of ``node``, the last inline node so far."""
-        if node is not self.joining:
-            self.finish_text()
-            self.joining = node
-            self.pieces = [node.text]
-        self.pieces.append(text)
-
-    def finish_text(self) -> None:
-        """Give the Text node being joined its whole text. Called before inline nodes are
-        read: when a paragraph, heading, table cell or link closes."""
-        if self.joining is not None:
-            self.joining.text = "".join(self.pieces)
-            self.joining = None
-            self.pieces = []
-
-    def _bare(self, event: str) -> None:
-        if self.parts is None:
-            if event == "Rule":
-                self.begin_block()
-                self.add_block(Rule())
+            out = ctx.out
+            if out and type(last := out[-1]) is Text:
+                ctx.join_text(last, value)
             else:
-                self.out.append(Break(event == "HardBreak"))
-        elif self.flat:
-            self.newline()
-        elif event != "Rule":
-            self.parts.append(" ")
+                out.append(Text(value))
+        elif kind == "End":
+            stack.pop().close(ctx)
+        elif kind == "Start":
+            if type(value) is str:
+                name, data = value, None
+            else:
+                (name,) = value
+                data = value[name]
+            parts = ctx.parts
+            if parts is None:
+                starts.get(name, _pass)(ctx, data)
+            else:
+                _start_in_text(ctx, parts, name, data)
+        elif kind == "Code":
+            if ctx.parts is None:
+                ctx.out.append(Code(value))
+            else:
+                ctx.parts.append(value)
+        elif kind == "InlineHtml" or kind == "Html":
+            ctx.text(value)
+    ctx.finish_text()
+    return root.blocks
 
-    def newline(self) -> None:
-        """In structure kept as text: a line break, unless one is there already."""
-        parts = self.parts
-        if parts and parts[-1] != "\n":
-            parts.append("\n")
 
-    def _start_in_text(self, name: str, data: Any) -> None:
-        if self.flat:
-            if name in _LINES:
-                self.newline()
-            elif name == "TableCell" and self.parts and self.parts[-1] != "\n":
-                self.parts.append(" ")
-            self.stack.append(PASS)
-        elif name == "Image" or name == "Link" or name == "Subscript":  # in an image's description
-            _STARTS[name](self, data)
+def _bare(ctx: BuildContext, event: object) -> None:
+    """One of the events that are a bare name: ``"SoftBreak"``, ``"HardBreak"`` or ``"Rule"``."""
+    parts = ctx.parts
+    if parts is None:
+        if event == "Rule":
+            _begin_block(ctx)
+            ctx.add_block(Rule())
         else:
-            self.stack.append(PASS)
+            ctx.out.append(Break(event == "HardBreak"))
+    elif ctx.flat:
+        _newline(parts)
+    elif event != "Rule":
+        parts.append(" ")
 
-    def begin_block(self) -> None:
-        """Before a block starts in the current container (in ranged mode a list notes where
-        its items' blocks lie)."""
-        if self.out:
-            self.flush_run()
-        owner = self.container.owner
-        if self.data is not None and owner is not None:
-            owner.block_at(self, self.range)
 
-    def flush_run(self) -> None:
-        """Inline content directly in a container (a tight list item's) becomes a paragraph."""
-        run = self.out
-        if run:
-            container = self.container
-            container.run = self.out = []
-            if container.owner is not None and container.owner.tight is None:
-                container.owner.tight = True
-            self.add_paragraph(run)
+def _newline(parts: list[str]) -> None:
+    """In structure kept as text: a line break, unless one is there already."""
+    if parts and parts[-1] != "\n":
+        parts.append("\n")
 
-    def add_block(self, block: Block) -> None:
-        self.container.blocks.append(block)
 
-    def add_paragraph(self, children: list[Inline]) -> None:
-        self.finish_text()
-        children = strip_inlines(children)
-        if visible(children):
-            self.container.blocks.append(Paragraph(children))
+def _start_in_text(ctx: BuildContext, parts: list[str], name: str, data: Any) -> None:
+    """An element starting while text is collected into ``parts``."""
+    if ctx.flat:
+        if name in _LINES:
+            _newline(parts)
+        elif name == "TableCell" and parts and parts[-1] != "\n":
+            parts.append(" ")
+        ctx.stack.append(PASS)
+    elif name == "Image" or name == "Link" or name == "Subscript":  # in an image's description
+        _STARTS[name](ctx, data)
+    else:
+        ctx.stack.append(PASS)
 
-    def line(self, offset: int) -> int:
-        """The line (from 0) of a byte offset into the source."""
-        return bisect_left(self.newlines, offset)
 
-    def last_line(self, range_: Range) -> int:
-        """The line of the last character of ``range_`` that is not whitespace (a block's
-        range may take in the blank lines after it)."""
-        start, end = range_["start"], range_["end"]
-        content = self.data[start:end].rstrip()  # type: ignore[index]
-        return self.line(start + len(content) - 1 if content else start)
+def _begin_block(ctx: BuildContext) -> None:
+    """Before a block starts in the current container (in ranged mode a list notes where
+    its items' blocks lie)."""
+    if ctx.out:
+        ctx.flush_run()
+    owner = ctx.container.owner
+    if ctx.source is not None and owner is not None:
+        owner.block_at(ctx.source)
 
 
 # What each Start event opens.
 
 
-def _paragraph(b: Builder, data: None) -> None:
-    b.begin_block()
-    owner = b.container.owner
+def _paragraph(ctx: BuildContext, data: None) -> None:
+    _begin_block(ctx)
+    owner = ctx.container.owner
     if owner is not None and owner.tight is None:  # a loose list shows its paragraphs
         owner.tight = False
-    b.out = []
-    b.stack.append(PARAGRAPH)
+    ctx.out = []
+    ctx.stack.append(PARAGRAPH)
 
 
-def _heading(b: Builder, data: dict[str, Any]) -> None:
-    b.begin_block()
-    b.stack.append(HeadingFrame(b, int(data["level"][1:])))
+def _heading(ctx: BuildContext, data: dict[str, Any]) -> None:
+    _begin_block(ctx)
+    ctx.stack.append(HeadingFrame(ctx, int(data["level"][1:])))
 
 
-def _quote(b: Builder, data: object) -> None:
-    b.begin_block()
-    if b.depth >= MAX_NESTING:
-        b.stack.append(FlatFrame(b, block=True))
+def _quote(ctx: BuildContext, data: object) -> None:
+    _begin_block(ctx)
+    if ctx.depth >= MAX_NESTING:
+        ctx.stack.append(FlatFrame(ctx, block=True))
     else:
-        QuoteFrame(b)
-        b.depth += 1
+        QuoteFrame(ctx)
+        ctx.depth += 1
 
 
-def _list(b: Builder, start: int | None) -> None:
-    b.begin_block()
-    if b.depth >= MAX_NESTING:
-        b.stack.append(FlatFrame(b, block=True))
+def _list(ctx: BuildContext, start: int | None) -> None:
+    _begin_block(ctx)
+    if ctx.depth >= MAX_NESTING:
+        ctx.stack.append(FlatFrame(ctx, block=True))
     else:
-        b.stack.append(ListFrame(start))
-        b.depth += 1
+        ctx.stack.append(ListFrame(start))
+        ctx.depth += 1
 
 
-def _item(b: Builder, data: None) -> None:
-    owner: ListFrame = b.stack[-1]  # type: ignore[assignment]
-    if b.data is not None:
-        owner.item_at(b, b.range)
-    ItemFrame(b, owner)
+def _item(ctx: BuildContext, data: None) -> None:
+    owner = ctx.innermost(ListFrame)
+    if ctx.source is not None:
+        owner.item_at(ctx.source)
+    ItemFrame(ctx, owner)
 
 
-def _code_block(b: Builder, kind: str | dict[str, str]) -> None:
-    b.begin_block()
-    b.stack.append(CodeFrame(b, kind["Fenced"] if type(kind) is dict else ""))
+def _code_block(ctx: BuildContext, kind: str | dict[str, str]) -> None:
+    _begin_block(ctx)
+    ctx.stack.append(CodeFrame(ctx, kind["Fenced"] if type(kind) is dict else ""))
 
 
-def _html_block(b: Builder, data: None) -> None:
-    b.begin_block()
-    b.stack.append(HtmlFrame(b))
+def _html_block(ctx: BuildContext, data: None) -> None:
+    _begin_block(ctx)
+    ctx.stack.append(HtmlFrame(ctx))
 
 
-def _table(b: Builder, aligns: Sequence[str]) -> None:
-    b.begin_block()
-    b.stack.append(FlatFrame(b, block=True) if b.depth >= MAX_NESTING else TableFrame(aligns))
+def _table(ctx: BuildContext, aligns: Sequence[str]) -> None:
+    _begin_block(ctx)
+    ctx.stack.append(FlatFrame(ctx, block=True) if ctx.depth >= MAX_NESTING else TableFrame(aligns))
 
 
-def _table_head(b: Builder, data: None) -> None:
-    b.stack.append(RowFrame(b.stack[-1], head=True))  # type: ignore[arg-type]
+def _table_head(ctx: BuildContext, data: None) -> None:
+    ctx.stack.append(RowFrame(ctx.innermost(TableFrame), head=True))
 
 
-def _table_row(b: Builder, data: None) -> None:
-    b.stack.append(RowFrame(b.stack[-1], head=False))  # type: ignore[arg-type]
+def _table_row(ctx: BuildContext, data: None) -> None:
+    ctx.stack.append(RowFrame(ctx.innermost(TableFrame), head=False))
 
 
-def _table_cell(b: Builder, data: None) -> None:
-    b.out = []
-    b.stack.append(CELL)
+def _table_cell(ctx: BuildContext, data: None) -> None:
+    ctx.out = []
+    ctx.stack.append(CELL)
 
 
-def _styled(style: Style) -> Callable[[Builder, None], None]:
-    def start(b: Builder, data: None) -> None:
-        b.stack.append(FlatFrame(b, block=False) if b.depth >= MAX_NESTING else StyledFrame(b, style))
+def _styled(style: Style) -> Callable[[BuildContext, None], None]:
+    def start(ctx: BuildContext, data: None) -> None:
+        ctx.stack.append(FlatFrame(ctx, block=False) if ctx.depth >= MAX_NESTING else StyledFrame(ctx, style))
 
     return start
 
 
-def _link(b: Builder, data: dict[str, Any]) -> None:
-    _link_or_image(b, data, image=False)
+def _link(ctx: BuildContext, data: dict[str, Any]) -> None:
+    _link_or_image(ctx, data, image=False)
 
 
-def _image(b: Builder, data: dict[str, Any]) -> None:
-    _link_or_image(b, data, image=True)
+def _image(ctx: BuildContext, data: dict[str, Any]) -> None:
+    _link_or_image(ctx, data, image=True)
 
 
-def _link_or_image(b: Builder, data: dict[str, Any], image: bool) -> None:
-    if b.parts is None and b.depth >= MAX_NESTING:
-        b.stack.append(FlatFrame(b, block=False))
+def _link_or_image(ctx: BuildContext, data: dict[str, Any], image: bool) -> None:
+    if ctx.parts is None and ctx.depth >= MAX_NESTING:
+        ctx.stack.append(FlatFrame(ctx, block=False))
         return
     kind = data["link_type"]
     auto = kind == "Autolink" or kind == "Email"
     href = normalize_link("mailto:" + data["dest_url"] if kind == "Email" else data["dest_url"])
     if not is_allowed_link(href):
-        b.stack.append(AsWritten(b, "<" if auto else "![" if image else "[", ">" if auto else None))
+        ctx.stack.append(AsWritten(ctx, "<", ">") if auto else LinkAsWritten(ctx, "![" if image else "["))
     elif image:
-        b.stack.append(ImageFrame(b, href))
-    elif b.parts is not None:  # a link in an image's description: its label is text
-        b.stack.append(PASS)
+        ctx.stack.append(ImageFrame(ctx, href))
+    elif ctx.parts is not None:  # a link in an image's description: its label is text
+        ctx.stack.append(PASS)
     else:
-        b.stack.append(LinkFrame(b, href, auto))
+        ctx.stack.append(LinkFrame(ctx, href, auto))
 
 
-def _tildes(b: Builder, data: None) -> None:
-    b.stack.append(AsWritten(b, "~", "~"))
+def _tildes(ctx: BuildContext, data: None) -> None:
+    ctx.stack.append(AsWritten(ctx, "~", "~"))
 
 
-def _pass(b: Builder, data: object) -> None:
-    b.stack.append(PASS)
+def _pass(ctx: BuildContext, data: object) -> None:
+    ctx.stack.append(PASS)
 
 
-_STARTS: dict[str, Callable[[Builder, Any], None]] = {
+_STARTS: dict[str, Callable[[BuildContext, Any], None]] = {
     "Paragraph": _paragraph,
     "Heading": _heading,
     "BlockQuote": _quote,

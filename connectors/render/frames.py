@@ -1,12 +1,15 @@
-"""The elements :class:`~.build.Builder` has opened and not yet closed, one frame each on
-its stack. A frame collects what the events put in it and, at its ``End`` event, adds
-what it made to the frame below (:meth:`Frame.close`). Frames see the builder only as the
-:class:`BuildState` they are handed."""
+"""The elements :mod:`.build` has opened and not yet closed, one frame each on the
+stack of a :class:`BuildContext`. A frame collects what the events put in it and, at its
+``End`` event, adds what it made to the frame below (:meth:`Frame.close`). Frames see one
+build only as the context they are handed: the state they read and change is all in it."""
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pyromark.event import Range
 
@@ -39,47 +42,132 @@ from connectors.render.plain import plain_inlines
 from connectors.render.urls import readable_url
 
 _ALIGNS: dict[str, Align] = {"Left": "left", "Right": "right", "Center": "center"}
+_NO_RANGE: Range = {"start": 0, "end": 0}
+_NEWLINE = re.compile(b"\n")
+_F = TypeVar("_F", bound="Frame")
 
 
 class NeedRanges(Exception):
-    """Building this document needs the source range of each event (see :class:`~.build.Builder`)."""
+    """Building this document needs the source range of each event (see :func:`~.build.build`)."""
 
 
-class BuildState(Protocol):
-    """What frames read and change of the builder that runs them: its stack, where inline
-    nodes (``out``) or collected text (``parts``) go, the container blocks go to, the
-    nesting depth, and in ranged mode the source and the ranges of the last two events."""
+class Source:
+    """The text of a ranged build, for the two questions events alone cannot answer: its
+    UTF-8 bytes, where their lines break, and the ranges of the current event and the one
+    before it (the builder sets both as it reads each event)."""
+
+    __slots__ = ("data", "newlines", "previous", "range")
+
+    def __init__(self, text: str) -> None:
+        self.data = text.encode()
+        self.newlines = [match.start() for match in _NEWLINE.finditer(self.data)]
+        self.range = self.previous = _NO_RANGE
+
+    def line(self, offset: int) -> int:
+        """The line (from 0) of a byte offset."""
+        return bisect_left(self.newlines, offset)
+
+    def last_line(self, range_: Range) -> int:
+        """The line of the last character of ``range_`` that is not whitespace (a block's
+        range may take in the blank lines after it)."""
+        start, end = range_["start"], range_["end"]
+        content = self.data[start:end].rstrip()
+        return self.line(start + len(content) - 1 if content else start)
+
+    def text(self, start: int, end: int) -> str:
+        """The source between two byte offsets."""
+        return self.data[start:end].decode("utf-8", "replace")
+
+
+@dataclass(slots=True, eq=False)
+class BuildContext:
+    """The state of one build, handed to every frame as it opens and closes.
+
+    Attributes:
+        stack (list[Frame]): The open frames, innermost last; the document at the bottom.
+        container (Container): The document, quote or list item that blocks go to.
+        out (list[Inline]): Where inline nodes go.
+        source (Source | None): In a ranged build, the source and the events' ranges.
+        parts (list[str] | None): Where text goes instead, while it is collected (code,
+            raw HTML, an image's description, structure kept as text); else ``None``.
+        flat (bool): In structure kept as text, where blocks and breaks start new lines.
+        depth (int): How deeply quotes, lists, spans and links nest here.
+        in_link (bool): Inside a link's label (an image there shows as its alt text).
+    """
 
     stack: list[Frame]
     container: Container
     out: list[Inline]
-    parts: list[str] | None
-    flat: bool
-    depth: int
-    in_link: bool
-    data: bytes | None
-    range: Range
-    previous: Range
+    source: Source | None = None
+    parts: list[str] | None = None
+    flat: bool = False
+    depth: int = 0
+    in_link: bool = False
+    # Consecutive text events go into one Text node. Its pieces are joined once, before
+    # the text is first read (:meth:`finish_text`), so that many events (inline HTML,
+    # single tildes) do not copy the growing text again for each one.
+    joining: Text | None = None
+    pieces: list[str] = field(default_factory=list)
 
-    def text(self, text: str) -> None: ...
+    def text(self, text: str) -> None:
+        parts = self.parts
+        if parts is not None:
+            parts.append(text)
+            return
+        out = self.out
+        if out and type(last := out[-1]) is Text:
+            self.join_text(last, text)
+        elif text:
+            out.append(Text(text))
 
-    def finish_text(self) -> None: ...
+    def join_text(self, node: Text, text: str) -> None:
+        """Add ``text`` to the end of ``node``, the last inline node so far."""
+        if node is not self.joining:
+            self.finish_text()
+            self.joining = node
+            self.pieces = [node.text]
+        self.pieces.append(text)
 
-    def flush_run(self) -> None: ...
+    def finish_text(self) -> None:
+        """Give the Text node being joined its whole text. Called before inline nodes are
+        read: when a paragraph, heading, table cell or link closes."""
+        if self.joining is not None:
+            self.joining.text = "".join(self.pieces)
+            self.joining = None
+            self.pieces = []
 
-    def add_block(self, block: Block) -> None: ...
+    def flush_run(self) -> None:
+        """Inline content directly in a container (a tight list item's) becomes a paragraph."""
+        run = self.out
+        if run:
+            container = self.container
+            container.run = self.out = []
+            if container.owner is not None and container.owner.tight is None:
+                container.owner.tight = True
+            self.add_paragraph(run)
 
-    def add_paragraph(self, children: list[Inline]) -> None: ...
+    def add_block(self, block: Block) -> None:
+        self.container.blocks.append(block)
 
-    def line(self, offset: int) -> int: ...
+    def add_paragraph(self, children: list[Inline]) -> None:
+        self.finish_text()
+        children = strip_inlines(children)
+        if visible(children):
+            self.container.blocks.append(Paragraph(children))
 
-    def last_line(self, range_: Range) -> int: ...
+    def innermost(self, kind: type[_F]) -> _F:
+        """The innermost open frame, which the grammar makes a ``kind``: the list an item
+        opens or closes in, the table a row opens in, the row a cell closes in."""
+        frame = self.stack[-1]
+        if not isinstance(frame, kind):
+            raise TypeError(f"a {kind.__name__} is expected, {type(frame).__name__} is open")
+        return frame
 
 
 class Frame:
     __slots__ = ()
 
-    def close(self, b: BuildState) -> None:
+    def close(self, ctx: BuildContext) -> None:
         """At the element's ``End`` event (the frame is off the stack already)."""
 
 
@@ -87,46 +175,54 @@ PASS = Frame()  # an element that adds no structure: its content goes where its 
 
 
 class Container(Frame):
-    """The document, a quote or a list item: blocks, and inline content directly in it
-    (``run``: a tight list item's paragraphs come without paragraph events). A quote or
-    item opens on the builder's stack as it is made."""
+    """The document, or (as a :class:`Nested` one) a quote or list item: blocks, and inline
+    content directly in it (``run``: a tight list item's paragraphs come without paragraph
+    events)."""
 
-    __slots__ = ("blocks", "owner", "parent", "run")
+    __slots__ = ("blocks", "owner", "run")
 
-    def __init__(self, b: BuildState | None = None, owner: ListFrame | None = None) -> None:
+    def __init__(self, owner: ListFrame | None = None) -> None:
         self.blocks: list[Block] = []
         self.run: list[Inline] = []
         self.owner = owner  # the list of an item
-        self.parent = None if b is None else b.container
-        if b is not None:
-            b.stack.append(self)
-            b.container = self
-            b.out = self.run
-
-    def leave(self, b: BuildState) -> None:
-        parent: Container = self.parent  # type: ignore[assignment]
-        b.container = parent
-        b.out = parent.run
 
 
-class QuoteFrame(Container):
+class Nested(Container):
+    """A quote or list item: it opens on the stack as it is made and, closing, gives the
+    container around it back its place."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self, ctx: BuildContext, owner: ListFrame | None = None) -> None:
+        super().__init__(owner)
+        self.parent = ctx.container
+        ctx.stack.append(self)
+        ctx.container = self
+        ctx.out = self.run
+
+    def leave(self, ctx: BuildContext) -> None:
+        ctx.container = self.parent
+        ctx.out = self.parent.run
+
+
+class QuoteFrame(Nested):
     __slots__ = ()
 
-    def close(self, b: BuildState) -> None:
-        self.leave(b)
-        b.depth -= 1
+    def close(self, ctx: BuildContext) -> None:
+        self.leave(ctx)
+        ctx.depth -= 1
         if self.blocks:
-            b.add_block(Quote(self.blocks))
+            ctx.add_block(Quote(self.blocks))
 
 
-class ItemFrame(Container):
+class ItemFrame(Nested):
     __slots__ = ()
 
-    def close(self, b: BuildState) -> None:
+    def close(self, ctx: BuildContext) -> None:
         if self.run:
-            b.flush_run()
-        self.leave(b)
-        self.owner.items.append(ListItem(self.blocks))  # type: ignore[union-attr]
+            ctx.flush_run()
+        self.leave(ctx)
+        ctx.innermost(ListFrame).items.append(ListItem(self.blocks))
 
 
 class ListFrame(Frame):
@@ -141,25 +237,27 @@ class ListFrame(Frame):
         self.last_line: int | None = None
         self.has_table = False  # directly in an item: such a list is spaced out
 
-    def item_at(self, b: BuildState, range_: Range) -> None:
-        if self.last_line is not None and b.line(range_["start"]) > self.last_line + 1:
+    def item_at(self, source: Source) -> None:
+        """An item starts at the current event."""
+        if self.last_line is not None and source.line(source.range["start"]) > self.last_line + 1:
             self.spaced = True
 
-    def block_at(self, b: BuildState, range_: Range) -> None:
-        self.item_at(b, range_)
-        self.last_line = b.last_line(range_)
+    def block_at(self, source: Source) -> None:
+        """A block of an item starts at the current event."""
+        self.item_at(source)
+        self.last_line = source.last_line(source.range)
 
-    def close(self, b: BuildState) -> None:
-        b.depth -= 1
+    def close(self, ctx: BuildContext) -> None:
+        ctx.depth -= 1
         if self.has_table:  # a table runs on into whatever follows it without a blank line
             tight = False
         elif self.tight is not None:
             tight = self.tight
-        elif b.data is None:
+        elif ctx.source is None:
             raise NeedRanges
         else:
             tight = not self.spaced
-        b.add_block(ListBlock(self.items, self.ordered, self.start, tight))
+        ctx.add_block(ListBlock(self.items, self.ordered, self.start, tight))
 
 
 class _Paragraph(Frame):
@@ -167,10 +265,10 @@ class _Paragraph(Frame):
 
     __slots__ = ()
 
-    def close(self, b: BuildState) -> None:
-        children = b.out
-        b.out = b.container.run
-        b.add_paragraph(children)
+    def close(self, ctx: BuildContext) -> None:
+        children = ctx.out
+        ctx.out = ctx.container.run
+        ctx.add_paragraph(children)
 
 
 PARAGRAPH = _Paragraph()
@@ -179,17 +277,17 @@ PARAGRAPH = _Paragraph()
 class HeadingFrame(Frame):
     __slots__ = ("children", "level")
 
-    def __init__(self, b: BuildState, level: int) -> None:
+    def __init__(self, ctx: BuildContext, level: int) -> None:
         self.level = level
         self.children: list[Inline] = []
-        b.out = self.children
+        ctx.out = self.children
 
-    def close(self, b: BuildState) -> None:
-        b.finish_text()
-        b.out = b.container.run
+    def close(self, ctx: BuildContext) -> None:
+        ctx.finish_text()
+        ctx.out = ctx.container.run
         children = strip_inlines(self.children)
         if visible(children):
-            b.add_block(Heading(self.level, children))
+            ctx.add_block(Heading(self.level, children))
 
 
 class TableFrame(Frame):
@@ -200,10 +298,10 @@ class TableFrame(Frame):
         self.header: list[list[Inline]] = []
         self.rows: list[list[list[Inline]]] = []
 
-    def close(self, b: BuildState) -> None:
-        b.add_block(make_table(self.header, self.rows, self.aligns))
-        if b.container.owner is not None:
-            b.container.owner.has_table = True
+    def close(self, ctx: BuildContext) -> None:
+        ctx.add_block(make_table(self.header, self.rows, self.aligns))
+        if ctx.container.owner is not None:
+            ctx.container.owner.has_table = True
 
 
 class RowFrame(Frame):
@@ -214,7 +312,7 @@ class RowFrame(Frame):
         self.head = head
         self.cells: list[list[Inline]] = []
 
-    def close(self, b: BuildState) -> None:
+    def close(self, ctx: BuildContext) -> None:
         if self.head:
             self.table.header = self.cells
         else:
@@ -227,10 +325,10 @@ class _Cell(Frame):
 
     __slots__ = ()
 
-    def close(self, b: BuildState) -> None:
-        b.finish_text()
-        b.stack[-1].cells.append(strip_inlines(b.out))  # type: ignore[attr-defined]
-        b.out = b.container.run
+    def close(self, ctx: BuildContext) -> None:
+        ctx.finish_text()
+        ctx.innermost(RowFrame).cells.append(strip_inlines(ctx.out))
+        ctx.out = ctx.container.run
 
 
 CELL = _Cell()
@@ -239,16 +337,16 @@ CELL = _Cell()
 class StyledFrame(Frame):
     __slots__ = ("children", "parent", "style")
 
-    def __init__(self, b: BuildState, style: Style) -> None:
+    def __init__(self, ctx: BuildContext, style: Style) -> None:
         self.style = style
-        self.parent = b.out
+        self.parent = ctx.out
         self.children: list[Inline] = []
-        b.out = self.children
-        b.depth += 1
+        ctx.out = self.children
+        ctx.depth += 1
 
-    def close(self, b: BuildState) -> None:
-        b.out = self.parent
-        b.depth -= 1
+    def close(self, ctx: BuildContext) -> None:
+        ctx.out = self.parent
+        ctx.depth -= 1
         if self.children:
             self.parent.append(Styled(self.style, self.children))
         # else dropped: an empty span would not render
@@ -257,18 +355,18 @@ class StyledFrame(Frame):
 class LinkFrame(Frame):
     __slots__ = ("link", "parent")
 
-    def __init__(self, b: BuildState, href: str, auto: bool) -> None:
+    def __init__(self, ctx: BuildContext, href: str, auto: bool) -> None:
         self.link = Link(href, [], auto=auto)
-        self.parent = b.out
-        b.out = self.link.children
-        b.depth += 1
-        b.in_link = True
+        self.parent = ctx.out
+        ctx.out = self.link.children
+        ctx.depth += 1
+        ctx.in_link = True
 
-    def close(self, b: BuildState) -> None:
-        b.finish_text()
-        b.out = self.parent
-        b.depth -= 1
-        b.in_link = False
+    def close(self, ctx: BuildContext) -> None:
+        ctx.finish_text()
+        ctx.out = self.parent
+        ctx.depth -= 1
+        ctx.in_link = False
         link = self.link
         if link.auto:  # the address as written, its escapes decoded like a label's
             link.children = [Text(readable_url(plain_inlines(link.children)))]
@@ -277,27 +375,39 @@ class LinkFrame(Frame):
 
 
 class AsWritten(Frame):
-    """Markup shown as the text it was written as, what it encloses parsed as usual: a link
-    or image whose address is refused, or single tildes. ``tail`` is what follows the
-    enclosed part; ``None`` to read it from the source."""
+    """Markup shown as the text it was written as, what it encloses parsed as usual: single
+    tildes, or an autolink whose address is refused."""
 
-    __slots__ = ("opening", "start", "tail")
+    __slots__ = ("tail",)
 
-    def __init__(self, b: BuildState, opening: str, tail: str | None) -> None:
-        if tail is None and b.data is None:
-            raise NeedRanges
-        self.opening = opening
-        self.start = b.range
+    def __init__(self, ctx: BuildContext, opening: str, tail: str) -> None:
         self.tail = tail
-        b.text(opening)
+        ctx.text(opening)
 
-    def close(self, b: BuildState) -> None:
-        tail = self.tail
-        if tail is None:
-            start, end = self.start["start"], self.start["end"]
-            label_end = start + len(self.opening) if b.previous is self.start else b.previous["end"]
-            tail = b.data[label_end:end].decode("utf-8", "replace")  # type: ignore[index]
-        b.text(tail)
+    def close(self, ctx: BuildContext) -> None:
+        ctx.text(self.tail)
+
+
+class LinkAsWritten(Frame):
+    """A link or image whose address is refused, shown as written: its opening bracket,
+    its label parsed as usual, and what follows the label (an address and title, or a
+    reference) read from the source."""
+
+    __slots__ = ("opening", "source", "start")
+
+    def __init__(self, ctx: BuildContext, opening: str) -> None:
+        if ctx.source is None:
+            raise NeedRanges
+        self.source = ctx.source
+        self.start = ctx.source.range
+        self.opening = opening
+        ctx.text(opening)
+
+    def close(self, ctx: BuildContext) -> None:
+        start, end = self.start["start"], self.start["end"]
+        previous = self.source.previous  # the label's last event, or this one's start if none
+        label_end = start + len(self.opening) if previous is self.start else previous["end"]
+        ctx.text(self.source.text(label_end, end))
 
 
 class Collect(Frame):
@@ -305,57 +415,57 @@ class Collect(Frame):
 
     __slots__ = ("parts", "saved_flat", "saved_parts")
 
-    def __init__(self, b: BuildState, flat: bool = False) -> None:
+    def __init__(self, ctx: BuildContext, flat: bool = False) -> None:
         self.parts: list[str] = []
-        self.saved_parts, self.saved_flat = b.parts, b.flat
-        b.parts, b.flat = self.parts, flat
+        self.saved_parts, self.saved_flat = ctx.parts, ctx.flat
+        ctx.parts, ctx.flat = self.parts, flat
 
-    def collected(self, b: BuildState) -> str:
-        b.parts, b.flat = self.saved_parts, self.saved_flat
+    def collected(self, ctx: BuildContext) -> str:
+        ctx.parts, ctx.flat = self.saved_parts, self.saved_flat
         return "".join(self.parts)
 
 
 class CodeFrame(Collect):
     __slots__ = ("info",)
 
-    def __init__(self, b: BuildState, info: str) -> None:
-        super().__init__(b)
+    def __init__(self, ctx: BuildContext, info: str) -> None:
+        super().__init__(ctx)
         self.info = info
 
-    def close(self, b: BuildState) -> None:
-        code = trim_blank_lines(self.collected(b))
+    def close(self, ctx: BuildContext) -> None:
+        code = trim_blank_lines(self.collected(ctx))
         if code:
-            b.add_block(CodeBlock(code, code_language(self.info)))
+            ctx.add_block(CodeBlock(code, code_language(self.info)))
 
 
 class HtmlFrame(Collect):
     __slots__ = ()
 
-    def close(self, b: BuildState) -> None:
-        for paragraph in literal_paragraphs(self.collected(b)):
-            b.add_block(paragraph)
+    def close(self, ctx: BuildContext) -> None:
+        for paragraph in literal_paragraphs(self.collected(ctx)):
+            ctx.add_block(paragraph)
 
 
 class ImageFrame(Collect):
     """An image: its description is collected as text, the alt text."""
 
-    __slots__ = ("href", "nested")
+    __slots__ = ("href",)
 
-    def __init__(self, b: BuildState, href: str) -> None:
+    def __init__(self, ctx: BuildContext, href: str) -> None:
         self.href = href
-        self.nested = b.parts is not None  # in another image's description
-        super().__init__(b)
+        super().__init__(ctx)
 
-    def close(self, b: BuildState) -> None:
-        alt = self.collected(b).strip()
-        if self.nested:
-            b.parts.append(alt)  # type: ignore[union-attr]
-        elif b.in_link:
-            b.out.append(Text(alt or self.href))
+    def close(self, ctx: BuildContext) -> None:
+        alt = self.collected(ctx).strip()
+        outer = ctx.parts  # set again when this image is in another one's description
+        if outer is not None:
+            outer.append(alt)
+        elif ctx.in_link:
+            ctx.out.append(Text(alt or self.href))
         else:
             link = Link(self.href, [Text(alt)] if alt else [])
             finish_link(link)
-            b.out.append(link)
+            ctx.out.append(link)
 
 
 class FlatFrame(Collect):
@@ -364,13 +474,13 @@ class FlatFrame(Collect):
 
     __slots__ = ("block",)
 
-    def __init__(self, b: BuildState, block: bool) -> None:
-        super().__init__(b, flat=True)
+    def __init__(self, ctx: BuildContext, block: bool) -> None:
+        super().__init__(ctx, flat=True)
         self.block = block
 
-    def close(self, b: BuildState) -> None:
-        text = self.collected(b).strip("\n")
+    def close(self, ctx: BuildContext) -> None:
+        text = self.collected(ctx).strip("\n")
         if not self.block:
-            b.out.append(Text(text.replace("\n", " ")))
+            ctx.out.append(Text(text.replace("\n", " ")))
         elif text.strip():
-            b.add_block(Paragraph(text_inlines(text)))
+            ctx.add_block(Paragraph(text_inlines(text)))

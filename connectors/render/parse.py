@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from connectors.render import syntax
-from connectors.render.build import Builder
+from connectors.render.build import build, build_ranged
 from connectors.render.frames import NeedRanges
 from connectors.render.ir import Document
 from connectors.render.nodes import literal_paragraphs, make_table, text_inlines
@@ -27,9 +27,9 @@ def parse(markdown: str) -> Document:
     try:
         source, events = syntax.events(markdown)
         try:
-            return Document(Builder().build(events))
-        except NeedRanges:  # rare: see Builder
-            return Document(Builder(source).build_ranged(syntax.ranged_events(source)))
+            return Document(build(events))
+        except NeedRanges:  # rare: see build()
+            return Document(build_ranged(source, syntax.ranged_events(source)))
     except syntax.ParserFailure as failure:
         log.warning("the Markdown parser failed (%s); the reply is shown as written", failure)
         return Document(literal_paragraphs(failure.source))
