@@ -14,8 +14,8 @@ staging folder ``<data_dir>/files``. Intake then works in three durable steps:
 
 Names: ``inbox/<message id>/<name>``. The message id is unique and fixed by the commit,
 so the destination is known before anything moves (recovery needs no guess), two messages
-never collide, a redelivered event (deduplicated) never adds a copy, and the sender's file
-name is kept as it was, extension included. Two files of one message with the same name
+never collide, a redelivered event (deduplicated) never adds a copy (what it downloaded again
+is removed from staging), and the sender's file name is kept as it was, extension included. Two files of one message with the same name
 become ``name``, ``name-2``, ... (before the extension).
 
 The move never follows a link: the sandboxed shell can put a symbolic link at ``inbox`` or
@@ -38,7 +38,7 @@ from typing import Any
 
 from gateway.workspaces import WORKSPACE
 
-__all__ = ["INBOX", "inbox_name", "place", "plan", "sync_staged"]
+__all__ = ["INBOX", "inbox_name", "place", "plan", "remove_staged", "sync_staged"]
 
 log = logging.getLogger("talon.intake")
 
@@ -95,6 +95,17 @@ def sync_staged(paths: Iterable[str]) -> None:
         folders.add(os.path.dirname(path))
     for folder in folders:
         _sync_folder(folder)
+
+
+def remove_staged(paths: Iterable[str]) -> None:
+    """Delete staged downloads no message will move (those of a redelivered event)."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("could not remove a redelivered download: %s", _why(exc), extra={"path": path})
 
 
 def place(workspace: Path, entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -115,6 +115,8 @@ class Pipeline:
         intake = _Intake(event, persona, status, command, pace)
         row = await self.db.run_transaction(partial(_commit_event, intake))
         if row is None:
+            if event.attachments:
+                await self._drop_redelivered_files(event)
             return IntakeResult(IntakeStatus.DUPLICATE)
         thread_id, message_id, staged = row
         if staged is not None and persona is not None:
@@ -146,6 +148,17 @@ class Pipeline:
         if pending:
             log.info("moved the inbound files of %d messages into their workspaces", len(pending))
         return len(pending)
+
+    async def _drop_redelivered_files(self, event: InboundEvent) -> None:
+        """Remove what a redelivered event downloaded again, unless the first delivery's
+        message still waits for that very file to be moved (connectors reuse the name)."""
+        waiting = {
+            entry.get("staged")
+            for item in await self.db.read(messages_with_staged_files)
+            for entry in json.loads(item.attachments)
+        }
+        stale = [a.path for a in event.attachments if a.path not in waiting]
+        await asyncio.to_thread(inbound_files.remove_staged, stale)
 
     async def _place(
         self, message_id: int, thread_id: int, persona: str, entries: list[dict[str, Any]]

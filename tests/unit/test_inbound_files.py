@@ -137,3 +137,32 @@ async def test_a_link_planted_at_inbox_is_not_followed(db: Database, tmp_path: P
     assert entry["path"] is None and "inbox in the workspace is not a folder" in entry["note"]
     assert list(outside.iterdir()) == []
     assert _bytes(attachment.path) == b"charlie"  # kept in staging, not lost
+
+
+async def test_a_redelivered_event_leaves_no_download_behind(db: Database, tmp_path: Path) -> None:
+    pipeline = _pipeline(db)
+    first = await pipeline.ingest(_event(_staged(tmp_path, "c.txt", b"charlie")))
+    again = _staged(tmp_path, "c.txt", b"charlie")  # the connector downloads it again, same name
+    assert (await pipeline.ingest(_event(again))).status.value == "duplicate"
+    assert _bytes(again.path) is None
+    placed = thread_folder(tmp_path, "p", first.thread_id) / "inbox" / str(first.message_id) / "c.txt"
+    assert placed.read_bytes() == b"charlie"
+
+
+async def test_a_redelivery_keeps_the_download_the_first_delivery_still_needs(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def crash(*args: object) -> None:
+        raise KeyboardInterrupt  # committed; the move waits for the next start
+
+    monkeypatch.setattr(Pipeline, "_place", crash)
+    with pytest.raises(KeyboardInterrupt):
+        await _pipeline(db).ingest(_event(_staged(tmp_path, "d.txt", b"delta")))
+    monkeypatch.undo()
+    again = _staged(tmp_path, "d.txt", b"delta")
+    assert (await _pipeline(db).ingest(_event(again))).status.value == "duplicate"
+    assert _bytes(again.path) == b"delta"
+    assert await _pipeline(db).recover() == 1
+    (row,) = await fetch_rows(db, "SELECT id, thread_id FROM messages")
+    placed = thread_folder(tmp_path, "p", row["thread_id"]) / "inbox" / str(row["id"]) / "d.txt"
+    assert placed.read_bytes() == b"delta" and _bytes(again.path) is None
