@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 from connectors.base import RenderedChunk
 from connectors.render.base import Renderer
@@ -169,10 +169,14 @@ def plain_text(markdown: str) -> str:
 
 
 def _renderer(platform: str) -> Renderer:
-    try:
-        return _RENDERERS[platform]  # type: ignore[index]
-    except KeyError:
-        raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}") from None
+    """The renderer of ``platform``, a name callers may pass unchecked."""
+    if not _is_platform(platform):
+        raise ValueError(f"unknown platform {platform!r}; expected one of {', '.join(PLATFORMS)}")
+    return _RENDERERS[platform]
+
+
+def _is_platform(name: str) -> TypeGuard[Platform]:
+    return name in _RENDERERS
 
 
 def _as_written(markdown: str) -> str:

@@ -3,17 +3,21 @@
 A :class:`Document` is a list of blocks; paragraphs and headings hold inline nodes. The
 tree is small on purpose: it keeps only what some platform can show. Chunking splits this
 tree (never rendered text), so every chunk renders to well-formed markup on its own.
+
+The node classes are final: the renderer dispatches on ``type(node) is ...``, which the
+type checker narrows both ways only for a class without subclasses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, final
 
 Style = Literal["bold", "italic", "strike"]
 Align = Literal["left", "right", "center"] | None
 
 
+@final
 @dataclass(slots=True)
 class Text:
     """Literal text, already unescaped; renderers escape it for their platform."""
@@ -21,6 +25,7 @@ class Text:
     text: str
 
 
+@final
 @dataclass(slots=True)
 class Code:
     """An inline code span."""
@@ -28,6 +33,7 @@ class Code:
     text: str
 
 
+@final
 @dataclass(slots=True)
 class Break:
     """A line break inside a paragraph. ``hard`` is a Markdown hard break (``\\`` or two spaces)."""
@@ -35,6 +41,7 @@ class Break:
     hard: bool = False
 
 
+@final
 @dataclass(slots=True)
 class Styled:
     """Bold, italic or strikethrough around inline children."""
@@ -43,6 +50,7 @@ class Styled:
     children: list[Inline]
 
 
+@final
 @dataclass(slots=True)
 class Link:
     """A link (images become links to the image).
@@ -65,17 +73,20 @@ class Link:
 Inline = Text | Code | Break | Styled | Link
 
 
+@final
 @dataclass(slots=True)
 class Paragraph:
     children: list[Inline]
 
 
+@final
 @dataclass(slots=True)
 class Heading:
     level: int
     children: list[Inline]
 
 
+@final
 @dataclass(slots=True)
 class CodeBlock:
     """A fenced or indented code block. ``code`` has no trailing newline; ``lang`` is sanitized."""
@@ -84,6 +95,7 @@ class CodeBlock:
     lang: str = ""
 
 
+@final
 @dataclass(slots=True)
 class ListItem:
     """One list item. ``continued`` marks the rest of an item that chunking cut: it is shown
@@ -93,6 +105,7 @@ class ListItem:
     continued: bool = False
 
 
+@final
 @dataclass(slots=True)
 class ListBlock:
     items: list[ListItem]
@@ -101,11 +114,13 @@ class ListBlock:
     tight: bool = True
 
 
+@final
 @dataclass(slots=True)
 class Quote:
     blocks: list[Block]
 
 
+@final
 @dataclass(slots=True)
 class Table:
     """A table, laid out as monospace text on chat platforms.
@@ -131,6 +146,7 @@ class Table:
     lines: list[str] = field(default_factory=list)
 
 
+@final
 @dataclass(slots=True)
 class Rule:
     """A thematic break."""
@@ -139,6 +155,7 @@ class Rule:
 Block = Paragraph | Heading | CodeBlock | ListBlock | Quote | Table | Rule
 
 
+@final
 @dataclass(slots=True)
 class Document:
     blocks: list[Block]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from connectors.render.ir import Align, Break, Code, Inline, Link, Paragraph, Styled, Table, Text
+from connectors.render.ir import Align, Block, Break, Code, Inline, Link, Paragraph, Styled, Table, Text
 from connectors.render.plain import plain_inlines
 from connectors.render.table import layout_lines
 from connectors.render.text import display_width
@@ -34,10 +34,10 @@ def text_inlines(text: str) -> list[Inline]:
     return out
 
 
-def literal_paragraphs(text: str) -> list[Paragraph]:
+def literal_paragraphs(text: str) -> list[Block]:
     """``text`` shown as written, as the paragraphs Markdown would make of plain lines:
     one per run of lines between blank lines, each line without the spaces around it."""
-    paragraphs: list[Paragraph] = []
+    paragraphs: list[Block] = []
     lines: list[Inline] = []
     for line in [*text.split("\n"), ""]:
         line = line.strip(" \t")

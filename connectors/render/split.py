@@ -162,9 +162,9 @@ class ListCursor(Cursor):
         if step is None:
             return None
         self.continued = True
-        head, gap = step
-        after_break = plain_block(head).endswith("\n")
-        return head, _indent_gap(gap, self.pad, after_break, self.inner.starts_blank())
+        part, gap = step
+        after_break = plain_block(part).endswith("\n")
+        return part, _indent_gap(gap, self.pad, after_break, self.inner.starts_blank())
 
     def _item_cursor(self) -> BlocksCursor:
         block, number = self.block, self.block.start + self.index

@@ -29,8 +29,8 @@ Atom = tuple[Text | Code | Break, tuple[Styled | Link, ...]]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?\u2026])\s+|(?<=[\u3002\uff01\uff1f])(?=\S)")
 _SPACE = re.compile(r"\s+")
-_PROSE = (Text,)  # where sentences end
-_WORDS = (Text, Code)  # where words are cut
+_PROSE: tuple[type[Text | Code], ...] = (Text,)  # where sentences end
+_WORDS: tuple[type[Text | Code], ...] = (Text, Code)  # where words are cut
 _SEARCH_BACK = 64  # characters before a head's end searched first for its last boundary
 
 
@@ -95,12 +95,12 @@ class InlineCursor(Cursor):
         atoms: list[Atom] = []
         _flatten(children, (), atoms)
         # empty text shows nothing and falls in no slice
-        self.atoms = [atom for atom in atoms if type(atom[0]) is Break or atom[0].text]  # type: ignore[union-attr]
+        self.atoms = [atom for atom in atoms if type(atom[0]) is Break or atom[0].text]
         self.starts: list[int] = []
         total = 0
         for leaf, _ in self.atoms:
             self.starts.append(total)
-            total += 1 if type(leaf) is Break else len(leaf.text)  # type: ignore[union-attr]
+            total += 1 if type(leaf) is Break else len(leaf.text)
         self.total = total
         self.after = suffix_sums(_atom_bounds(self.atoms))
         self.make = make
@@ -115,7 +115,8 @@ class InlineCursor(Cursor):
         if first >= self.total:
             return 0
         i = self._atom_at(first)
-        return self.starts[i] + len(self.atoms[i][0].text) - first + self.after[i + 1]  # type: ignore[union-attr]
+        end = self.starts[i + 1] if i + 1 < len(self.starts) else self.total  # of the leaf at first
+        return end - first + self.after[i + 1]
 
     def rest(self) -> Block:
         atoms = _slice(self.atoms, self.starts, self.pos, self.total)
@@ -126,7 +127,7 @@ class InlineCursor(Cursor):
             return True
         i = self._atom_at(self.pos)
         leaf = self.atoms[i][0]
-        return type(leaf) is Break or leaf.text[self.pos - self.starts[i]] == "\n"  # type: ignore[union-attr]
+        return type(leaf) is Break or leaf.text[self.pos - self.starts[i]] == "\n"
 
     def take(self, measure: Measure, limit: int) -> Step | None:
         atoms, starts, total, pos = self.atoms, self.starts, self.total, self.pos
@@ -145,7 +146,7 @@ class InlineCursor(Cursor):
             leaf = atoms[i][0]
             if type(leaf) is Break:
                 return position
-            return starts[i] + safe_cut(leaf.text, position - starts[i])  # type: ignore[union-attr]
+            return starts[i] + safe_cut(leaf.text, position - starts[i])
 
         def skip(position: int) -> int:
             # the whitespace (or the line break) right after a hard cut goes with the cut
@@ -153,7 +154,7 @@ class InlineCursor(Cursor):
             leaf = atoms[i][0]
             if type(leaf) is Break:
                 return position + 1 if starts[i] == position and position + 1 < total else position
-            text = leaf.text  # type: ignore[union-attr]
+            text = leaf.text
             found = VISIBLE.search(text, position - starts[i])
             return starts[i] + (found.start() if found else len(text))
 
@@ -174,7 +175,7 @@ class InlineCursor(Cursor):
         start, end = cut
         gap = "".join(
             "\n" if type(leaf) is Break else leaf.text for leaf, _ in _slice(atoms, starts, start, end)
-        )  # type: ignore[union-attr]
+        )
         self.pos, self.cut_links = end, links
         return self.make(children), gap
 
@@ -195,7 +196,7 @@ class InlineCursor(Cursor):
             end = self._link_end(reach)
             if end is None or end > bound or head_size((end, end)) > limit:
                 return reach
-            reach = end + last_fitting(bound - end + 1, lambda i, end=end: head_size((end + i,) * 2) <= limit)
+            reach = end + last_fitting(bound - end + 1, _fits_after(end, head_size, limit))
 
     def _link_end(self, position: int) -> int | None:
         """Where the link that holds the character at ``position`` ends (``None`` when none does)."""
@@ -217,7 +218,7 @@ class InlineCursor(Cursor):
         for i in range(self._atom_at(self.pos), len(self.atoms)):
             leaf = self.atoms[i][0]
             if type(leaf) is not Break:
-                found = VISIBLE.search(leaf.text, max(self.pos - self.starts[i], 0))  # type: ignore[union-attr]
+                found = VISIBLE.search(leaf.text, max(self.pos - self.starts[i], 0))
                 if found is not None:
                     return self.starts[i] + found.start()
         return self.total
@@ -233,15 +234,15 @@ class InlineCursor(Cursor):
         return None
 
     def _last_run(
-        self, pattern: re.Pattern[str], kinds: tuple[type, ...], first: int, reach: int
+        self, pattern: re.Pattern[str], kinds: tuple[type[Text | Code], ...], first: int, reach: int
     ) -> Cut | None:
         """The last whitespace ``pattern`` matches in leaves of ``kinds`` after ``first`` that
         a head ending by ``reach`` can end at, with something left after it."""
         for i in range(self._atom_at(reach), -1, -1):
             offset = self.starts[i]
             leaf = self.atoms[i][0]
-            if type(leaf) in kinds:
-                text = leaf.text  # type: ignore[union-attr]
+            if isinstance(leaf, kinds):
+                text = leaf.text
                 found = _last_match(pattern, text, first - offset + 1, reach - offset, self.total - offset)
                 if found is not None:
                     return offset + found[0], offset + found[1]
@@ -278,6 +279,15 @@ def _last_match(pattern: re.Pattern[str], text: str, low: int, high: int, total:
         begin = max(2 * begin - high, floor)
 
 
+def _fits_after(start: int, head_size: Callable[[Cut], int], limit: int) -> Callable[[int], bool]:
+    """Whether the head that ends ``i`` characters after ``start`` fits, as a function of ``i``."""
+
+    def fits(i: int) -> bool:
+        return head_size((start + i, start + i)) <= limit
+
+    return fits
+
+
 def _link_of(path: tuple[Styled | Link, ...]) -> Link | None:
     for node in path:
         if type(node) is Link:
@@ -290,7 +300,7 @@ def _atom_bounds(atoms: list[Atom]) -> list[int]:
     leaf, and at a link's first leaf what the link's address adds to its label (a link with
     a plain suffix shows its address, in the markup or the suffix, or only a label that is
     the address)."""
-    sizes = [0 if type(leaf) is Break else len(leaf.text) for leaf, _ in atoms]  # type: ignore[union-attr]
+    sizes = [0 if type(leaf) is Break else len(leaf.text) for leaf, _ in atoms]
     link: Link | None = None
     first = label = 0
     for i, (_, path) in enumerate(atoms):
@@ -314,9 +324,9 @@ def _links(atoms: list[Atom]) -> set[int]:
 def _flatten(nodes: Sequence[Inline], path: tuple[Styled | Link, ...], out: list[Atom]) -> None:
     for node in nodes:
         if type(node) is Styled or type(node) is Link:
-            _flatten(node.children, (*path, node), out)  # type: ignore[union-attr]
+            _flatten(node.children, (*path, node), out)
         else:
-            out.append((node, path))  # type: ignore[arg-type]
+            out.append((node, path))
 
 
 def _slice(atoms: list[Atom], starts: list[int], low: int, high: int) -> list[Atom]:
@@ -347,12 +357,12 @@ def _trim(atom: Atom, offset: int, low: int, high: int) -> Atom | None:
     leaf, path = atom
     if type(leaf) is Break:
         return atom if low <= offset < high else None
-    text = leaf.text  # type: ignore[union-attr]
+    text = leaf.text
     a, b = max(low - offset, 0), min(high - offset, len(text))
     if a >= b:
         return None
     if a or b < len(text):
-        return type(leaf)(text[a:b]), path  # type: ignore[call-arg]
+        return type(leaf)(text[a:b]), path
     return atom
 
 
