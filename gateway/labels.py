@@ -24,6 +24,8 @@ from typing import Any, Protocol
 __all__ = [
     "ANY",
     "KNOWN_LABELS",
+    "MEMORY_SCOPES",
+    "STATE_SCOPES",
     "WORKSPACE_SCOPES",
     "Decision",
     "LabelledTool",
@@ -42,7 +44,7 @@ _NAMED = "<name>"  # the scope is ``*`` or a name chosen by the operator
 # prefix -> the scope it takes: None (no scope), _NAMED, or the one fixed scope word.
 KNOWN_LABELS: Mapping[str, str | None] = {
     "channel.send": _NAMED,
-    "memory.access": "thread",
+    "memory.access": "thread|user|persona",
     "net.http": "egress",
     "db.query": "own",
     "schedule.manage": "own",
@@ -53,12 +55,27 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "fs.write": "thread|persona",
     "shell.exec": "sandbox",
     "git.read": None,
+    "state.read": "persona|team",
+    "state.write": "persona|team",
 }
 # What each scope word of the workspace labels opens: ``thread`` the thread's workspace
 # (``/workspace``), ``persona`` that and the persona's shared workspace (``/shared``).
 WORKSPACE_SCOPES: Mapping[str, tuple[str, ...]] = {
     "thread": ("/workspace",),
     "persona": ("/workspace", "/shared"),
+}
+# Whose documents each scope word of the state labels opens: ``persona`` the persona's own,
+# ``team`` those and the documents shared by every persona.
+STATE_SCOPES: Mapping[str, tuple[str, ...]] = {
+    "persona": ("persona",),
+    "team": ("persona", "team"),
+}
+# Whose memory each scope word of ``memory.access`` opens: ``thread`` the thread's, ``user``
+# that and the memory of the sender a turn answers, ``persona`` those and the persona's own.
+MEMORY_SCOPES: Mapping[str, tuple[str, ...]] = {
+    "thread": ("thread",),
+    "user": ("thread", "user"),
+    "persona": ("thread", "user", "persona"),
 }
 # How a named scope is described in messages.
 _NAMED_HINT = {"channel.send": "<channel>", "persona.send": "<persona>"}

@@ -230,6 +230,8 @@ def test_registry_offers_tools_by_label() -> None:
             "fs.write:persona",
             "shell.exec:sandbox",
             "git.read",
+            "state.read:team",
+            "state.write:team",
         ]
     )
     assert every == registry.all_tools()
