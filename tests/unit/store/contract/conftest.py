@@ -18,7 +18,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import audit, delegation, memory, messages, outbox, queue, runs, schedules, threads
+from gateway.store import audit, delegation, memory, messages, outbox, queue, runs, schedules, state, threads
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -40,6 +40,7 @@ class Backend:
     delegation: ModuleType
     audit: ModuleType
     schedules: ModuleType
+    state: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -59,7 +60,7 @@ async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
         yield Backend(
-            "sqlite", db, threads, messages, runs, queue, outbox, memory, delegation, audit, schedules
+            "sqlite", db, threads, messages, runs, queue, outbox, memory, delegation, audit, schedules, state
         )
     finally:
         await db.close()
