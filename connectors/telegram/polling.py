@@ -102,9 +102,10 @@ class Poller:
         try:
             while True:
                 try:
-                    updates = await asyncio.wait_for(
-                        bot.get_raw_updates(self._offset, self._poll_timeout, ALLOWED_UPDATES), self._limit
-                    )
+                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
+                    # that lands as the poll returns, and stop() would wait on this loop forever.
+                    async with asyncio.timeout(self._limit):
+                        updates = await bot.get_raw_updates(self._offset, self._poll_timeout, ALLOWED_UPDATES)
                 except TimeoutError:
                     log.warning(
                         "%s: getUpdates silent for %.0f s; opening a new connection", self._name, self._limit

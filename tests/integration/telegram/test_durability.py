@@ -6,14 +6,18 @@ import asyncio
 import dataclasses
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from telegram import Bot
 
 from connectors.base import ConnectorStartError
 from connectors.telegram import TelegramConnector
+from connectors.telegram.api import TelegramBot
+from connectors.telegram.polling import Poller
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.integration.telegram.conftest import (
+    CHANNEL,
     FAST,
     HealthLog,
     RecordingIntake,
@@ -207,6 +211,47 @@ async def test_stop_is_idempotent_and_ends_polling(fake: FakeTelegramAPI, start_
     assert connector.health.state == "stopped"
     assert len(fake.calls_to("getUpdates")) == calls
     assert intake.events == []
+
+
+async def test_stop_ends_polling_even_when_it_lands_as_a_poll_answer_arrives(fake: FakeTelegramAPI):
+    """A stop that comes in the same loop turn as a getUpdates answer (a daemon shutting down
+    while updates flow) still ends the poll loop at once instead of leaving stop() waiting."""
+    stopping: list[asyncio.Task[None]] = []
+
+    class StopsAsThePollReturns(TelegramBot):
+        async def get_raw_updates(self, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+            updates = await super().get_raw_updates(*args, **kwargs)
+            if not stopping:
+                stopping.append(asyncio.create_task(poller.stop()))
+            return updates
+
+    async def handle(raw: dict[str, Any]) -> None:
+        pass
+
+    poller = Poller(
+        name=CHANNEL,
+        make_bot=lambda: StopsAsThePollReturns(fake.token, base_url=fake.base_url),
+        handle=handle,
+        health=HealthLog(),
+        poll_timeout=1,
+        watchdog_seconds=30.0,
+        tuning=FAST,
+    )
+    fake.inject_message(42, "as the daemon stops", user_id=42)  # the first poll answers at once
+    poller.start()
+    await wait_until(lambda: bool(stopping))
+    done, _ = await asyncio.wait(stopping, timeout=3)
+    polls = len(fake.calls_to("getUpdates"))
+    await asyncio.sleep(0.2)
+    later_polls = len(fake.calls_to("getUpdates")) - polls
+    # A poll loop that outlived stop() is ended here, so the test fails instead of hanging.
+    for task in asyncio.all_tasks():
+        while task.get_name() == f"telegram poller {CHANNEL}" and not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=0.5)
+
+    assert done, f"stop() still waiting after 3 s; {polls} getUpdates calls so far"
+    assert (polls, later_polls) == (1, 0), "no poll after the one stop() landed on"
 
 
 async def test_the_token_never_reaches_the_logs(

@@ -9,8 +9,6 @@ import struct
 import zlib
 from pathlib import Path
 
-import pytest
-
 from connectors.base import ErrorClass, OutboundFile, ThreadKey
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.integration.telegram.conftest import CHANNEL, StartConnector
@@ -89,9 +87,6 @@ async def test_a_picture_over_the_photo_limit_or_one_telegram_cannot_decode_goes
     assert len(fake.sent_messages(USER)) == 2, "each file shows once"
 
 
-@pytest.mark.skip(
-    reason="its fixture teardown hangs in some runs (pytest-timeout at 120 s); under investigation"
-)
 async def test_refusals_are_classified_for_the_outbox(
     fake: FakeTelegramAPI, start_connector: StartConnector, tmp_path: Path
 ) -> None:
