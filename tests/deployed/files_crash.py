@@ -85,11 +85,13 @@ async def kill_mid_upload(
         await inject()
         async with asyncio.timeout(40):
             # Every turn committed (its reply row exists, so no turn runs again after the
-            # kill), and a file arrived whose row is not yet sent.
+            # kill), some files delivered, and one arrived whose row is not yet sent.
             while True:
                 replies = [r for r in outbox_rows(data_dir) if r["plain"] == "sent"]
                 uploaded = await get_json(f"{fake_url}/_fake/files")
-                if len(replies) == chats and unrecorded(file_rows(data_dir), uploaded):
+                rows = file_rows(data_dir)
+                delivered = any(r["status"] == "sent" for r in rows)
+                if len(replies) == chats and delivered and unrecorded(rows, uploaded):
                     break
                 await asyncio.sleep(0.02)
         await daemon.kill()
@@ -129,6 +131,7 @@ def check_exactly_once(
 
     assert len(rows) == len(digests), "one outbox row per file"
     assert len(outcome.at_kill) == len(rows), "every file was committed before the kill"
+    assert any(r["status"] == "sent" for r in outcome.at_kill), "some files were delivered before the kill"
     caught = unrecorded(outcome.at_kill, outcome.uploaded_at_kill)
     assert caught, "the kill caught a file that had reached its chat before the daemon heard so"
     in_flight = {(str(r["chat_id"]), r["file_name"]) for r in outcome.at_kill if r["status"] == "sending"}
