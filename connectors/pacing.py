@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from connectors.base import SendResult
 from gateway.config import PacingSettings
 
 _IDLE_FORGET = 120.0  # seconds after which an idle chat's limiter is dropped
@@ -88,8 +89,8 @@ class PacingPolicy:
 
 
 class SendPacer:
-    """Spaces one channel's sends; use ``async with pacer.slot(chat, group=...)`` around
-    the platform call."""
+    """Spaces one channel's sends: :meth:`send` runs a platform call in its slot (or use
+    ``async with pacer.slot(chat, group=...)`` around a call that raises instead)."""
 
     def __init__(self, policy: PacingPolicy) -> None:
         self.policy = policy
@@ -108,6 +109,14 @@ class SendPacer:
             await _sleep(self._channel.reserve(time.monotonic()))
         async with self._in_flight:
             yield
+
+    async def send(self, chat: str, call: Callable[[], Awaitable[SendResult]], *, group: bool) -> SendResult:
+        """``call()`` in the chat's next slot; a refusal's ``retry_after`` holds the chat's later sends."""
+        async with self.slot(chat, group=group):
+            result = await call()
+        if result.retry_after:
+            self.hold(chat, result.retry_after)
+        return result
 
     def hold(self, chat: str, seconds: float) -> None:
         """The platform refused a send to ``chat`` for ``seconds``: later sends there wait too."""

@@ -334,22 +334,14 @@ class DiscordConnector:
         if sender is None or self._stopping:
             return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
         chat = item.thread.chat_id
-        async with self._pacer.slot(chat, group=chat not in self._dm_chats):
-            result = await sender.send(item)
-        if result.retry_after:
-            self._pacer.hold(chat, result.retry_after)
-        return result
+        return await self._pacer.send(chat, lambda: sender.send(item), group=chat not in self._dm_chats)
 
     async def send_file(self, item: OutboundFile) -> SendResult:
         sender = self._sender
         if sender is None or self._stopping:
             return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
         chat = item.thread.chat_id
-        async with self._pacer.slot(chat, group=chat not in self._dm_chats):
-            result = await sender.send_file(item)
-        if result.retry_after:
-            self._pacer.hold(chat, result.retry_after)
-        return result
+        return await self._pacer.send(chat, lambda: sender.send_file(item), group=chat not in self._dm_chats)
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         typing = self._typing

@@ -432,10 +432,11 @@ class SlackConnector:
         if web_client is None or session is None:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         channel = item.thread.chat_id
-        async with self._pacer.slot(channel, group=not channel.startswith("D")):
-            result = await upload_file(web_client, session, item, timeout=max(self._timeout, 60.0))
-        if result.retry_after:
-            self._pacer.hold(channel, result.retry_after)
+        result = await self._pacer.send(
+            channel,
+            lambda: upload_file(web_client, session, item, timeout=max(self._timeout, 60.0)),
+            group=not channel.startswith("D"),
+        )
         if not result.ok:
             log.warning(
                 "%s: file delivery %s failed (%s): %s",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -246,11 +247,7 @@ class TelegramConnector:
         if bot is None:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         chat = item.thread.chat_id
-        async with self._pacer.slot(chat, group=not is_private_chat(chat)):
-            result = await send_chunk(bot, item)
-        if result.retry_after:
-            self._pacer.hold(chat, result.retry_after)
-        return result
+        return await self._pacer.send(chat, lambda: send_chunk(bot, item), group=not is_private_chat(chat))
 
     async def send_file(self, item: OutboundFile) -> SendResult:
         """Upload one file (a photo or a document), paced like messages; failures come back classified."""
@@ -258,11 +255,8 @@ class TelegramConnector:
         if bot is None:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         chat = item.thread.chat_id
-        async with self._pacer.slot(chat, group=not is_private_chat(chat)):
-            result = await send_file(bot, item, max_photo_bytes=self._settings.max_photo_bytes)
-        if result.retry_after:
-            self._pacer.hold(chat, result.retry_after)
-        return result
+        upload = partial(send_file, bot, item, max_photo_bytes=self._settings.max_photo_bytes)
+        return await self._pacer.send(chat, upload, group=not is_private_chat(chat))
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         """Show ``typing…`` in ``thread`` (refreshed until ``working=False``). Never raises."""
