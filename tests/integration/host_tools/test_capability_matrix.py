@@ -40,6 +40,11 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "git_read": {"subcommand": "status"},
     "bash": {"command": "true", "timeout_ms": 10000},
     "wait_for": {"type": "file", "path": "/workspace/no-such-file.txt", "timeout_ms": 200},
+    "state_get": {"namespace": "matrix", "key": "k"},
+    "state_query": {"namespace": "matrix"},
+    "state_put": {"namespace": "matrix", "key": "k", "value": {"n": 1}},
+    "state_cas": {"namespace": "matrix", "key": "k", "expected_version": 0, "value": 1},
+    "state_delete": {"namespace": "matrix", "key": "k"},
 }
 TOOLS = registry.all_tools()
 
