@@ -34,6 +34,7 @@ from gateway.scheduling.cron import ScheduleError
 from gateway.store.db import SchemaTooNewError
 from gateway.store.delegation import TaskLimitError
 from gateway.store.readonly import ReadOnlyQueryError
+from gateway.store.state import StateQuotaError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
 from gateway.subagents.files import WorkspaceError
 from gateway.subagents.output import OutputError
@@ -65,6 +66,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SchemaTooNewError: RefusedError,
     SessionError: RefusedError,
     SessionRefusedError: RefusedError,
+    StateQuotaError: RefusedError,
     SubagentError: RefusedError,
     SubagentRefusedError: RefusedError,
     SubagentUnavailableError: RefusedError,
