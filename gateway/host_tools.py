@@ -181,14 +181,17 @@ class HostTools:
 
     # ------------------------------------------------------------ TurnTools
 
-    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox:
-        """Register the turn's identity and return its tools."""
+    def toolbox(
+        self, persona: Persona, thread_id: int, run_id: int, *, sender_id: str | None = None
+    ) -> ToolBox:
+        """Register the turn's identity (answering ``sender_id``, if one) and return its tools."""
         identity = self.bridge.register(
             run_id,
             thread_id,
             persona.name,
             ttl=self.settings.agent.turn_timeout + _TURN_GRACE,
             as_persona=persona,
+            sender_id=sender_id,
         )
         box = RunToolBox(self.bridge, identity, self.socket_path)
         if self.mcp is None or not persona.mcp_servers:

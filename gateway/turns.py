@@ -23,6 +23,7 @@ from connectors.base import Connector, ThreadKey
 from gateway.config import Settings
 from gateway.events import EventBus
 from gateway.logs import run_id_var, thread_id_var
+from gateway.memory_scopes import hot_memory_section, memory_keys
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
 from gateway.poster import ChannelPoster
@@ -38,7 +39,7 @@ from gateway.runtime.context import (
 from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
 from gateway.store.db import Database
 from gateway.store.memory import list_items
-from gateway.store.messages import MessageRow, add_message, platform_message_id
+from gateway.store.messages import MessageRow, add_message, platform_message_id, sole_sender
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
@@ -77,7 +78,9 @@ def failure_notice(failure: BaseException | None) -> str:
 class TurnTools(Protocol):
     """The plug-in point for tools: what a persona gets in a given turn."""
 
-    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox: ...
+    def toolbox(
+        self, persona: Persona, thread_id: int, run_id: int, *, sender_id: str | None = None
+    ) -> ToolBox: ...
 
     def instructions(self, persona: Persona) -> Sequence[str]: ...
 
@@ -85,7 +88,9 @@ class TurnTools(Protocol):
 
 
 class NoTurnTools:
-    def toolbox(self, persona: Persona, thread_id: int, run_id: int) -> ToolBox:
+    def toolbox(
+        self, persona: Persona, thread_id: int, run_id: int, *, sender_id: str | None = None
+    ) -> ToolBox:
         return NoTools()
 
     def instructions(self, persona: Persona) -> Sequence[str]:
@@ -127,6 +132,7 @@ class TurnStart:
     run_id: int | None
     reply_to: str | None  # the platform message a group reply answers
     kept: TurnResult | None = None  # the answer an earlier attempt kept: commit it, don't ask the model
+    sender_id: str | None = None  # the one sender the batch's messages are from, if one
 
 
 class TurnRunner(TurnHandler):
@@ -181,7 +187,8 @@ class TurnRunner(TurnHandler):
         reply_to = None
         if upto is not None and thread.chat_type != "dm":  # in groups, reply to the trigger
             reply_to = platform_message_id(conn, upto)
-        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept)
+        sender_id = sole_sender(conn, batch.message_ids)
+        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept, sender_id)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
         thread, persona, run_id = begun.thread, begun.persona, begun.run_id
@@ -223,7 +230,9 @@ class TurnRunner(TurnHandler):
             await connector.set_working(key, True)
         try:
             async with asyncio.timeout(timeout):
-                return await self._think(batch, begun.thread, persona, run_id, begun.summary, begun.rows)
+                return await self._think(
+                    batch, begun.thread, persona, run_id, begun.summary, begun.rows, begun.sender_id
+                )
         except BaseException as exc:
             await self._end_run(
                 run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
@@ -254,9 +263,24 @@ class TurnRunner(TurnHandler):
         await self.db.run_transaction(end_run, run_id, status, error, time.time())
 
     async def _think(
-        self, batch: Batch, thread: ThreadRow, persona: Persona, run_id: int, summary: str | None, rows: Any
+        self,
+        batch: Batch,
+        thread: ThreadRow,
+        persona: Persona,
+        run_id: int,
+        summary: str | None,
+        rows: Any,
+        sender_id: str | None = None,
     ) -> tuple[TurnResult, int]:
         """The turn's model loop; also returns the transcript's size in tokens."""
+        keys = memory_keys(
+            persona.capabilities,
+            persona=persona.name,
+            thread_id=thread.id,
+            channel=thread.channel,
+            sender_id=sender_id,
+        )
+        memory = await self.db.read(hot_memory_section, list(keys.values())) if keys else None
         system = system_prompt(
             persona,
             timezone=self.settings.timezone,
@@ -264,6 +288,7 @@ class TurnRunner(TurnHandler):
             current_channel=thread.channel,
             tool_instructions=self.tools.instructions(persona),
             summary=summary,
+            memory=memory,
         )
         messages = build_transcript(
             rows, budget_tokens=self.settings.agent.context_tokens, show_names=thread.chat_type != "dm"
@@ -280,7 +305,7 @@ class TurnRunner(TurnHandler):
             model=persona.model,
             system=system,
             messages=_alternate(messages),
-            tools=self.tools.toolbox(persona, batch.thread_id, run_id),
+            tools=self.tools.toolbox(persona, batch.thread_id, run_id, sender_id=sender_id),
             max_turns=persona.max_turns or self.settings.agent.max_turns,
             max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
             call_timeout=self.settings.agent.turn_timeout,

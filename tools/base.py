@@ -64,6 +64,9 @@ class ToolContext:
     services: HostServices | None = None
     run_id: int | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    # The platform id of the one sender the turn answers; None when it answers several, or none
+    # (a schedule, an ad-hoc session). The memory tools' user scope needs it.
+    sender_id: str | None = None
 
     def require_services(self, unavailable: str) -> HostServices:
         """The daemon's services; without them (a context outside the daemon) a

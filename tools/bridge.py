@@ -61,12 +61,15 @@ class RunIdentity:
         thread_id (:obj:`int`): The thread the run belongs to.
         persona (:obj:`str`): The persona whose capability labels apply.
         secret (:obj:`str`): ``secrets.token_urlsafe(32)``; proves the identity over the socket.
+        sender_id (:obj:`str` | :obj:`None`): The one sender the turn answers (the tools'
+            :attr:`tools.base.ToolContext.sender_id`).
     """
 
     run_id: int
     thread_id: int
     persona: str
     secret: str = field(repr=False)
+    sender_id: str | None = field(default=None, repr=False)
 
     def environment(self, socket_path: Path | str) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this run."""
@@ -160,6 +163,7 @@ class Bridge:
         *,
         ttl: float | None = None,
         as_persona: Persona | None = None,
+        sender_id: str | None = None,
     ) -> RunIdentity:
         """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
 
@@ -171,7 +175,7 @@ class Bridge:
         """
         if persona not in self.personas:
             raise KeyError(f"no persona named {persona!r}; loaded: {', '.join(self.personas) or '(none)'}")
-        identity = RunIdentity(run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES))
+        identity = RunIdentity(run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES), sender_id)
         expires = None if ttl is None else time.monotonic() + ttl
         self._runs[run_id] = _Registration(identity, expires, as_persona)
         return identity
@@ -312,6 +316,7 @@ class Bridge:
             settings=self.settings,
             services=self.services,
             run_id=identity.run_id,
+            sender_id=identity.sender_id,
         )
         started = time.perf_counter()
         try:

@@ -40,8 +40,10 @@ def system_prompt(
     tool_instructions: Sequence[str] = (),
     summary: str | None = None,
     now: datetime | None = None,
+    memory: str | None = None,
 ) -> str:
-    """persona system.md + personality + tool instructions + channels + time + summary."""
+    """persona system.md + personality + tool instructions + channels + time + hot memory
+    (``memory``, a section of its own) + summary."""
     moment = (now or datetime.now(ZoneInfo(timezone))).astimezone(ZoneInfo(timezone))
     parts = [persona.system_prompt, *persona.personality, *tool_instructions]
     lines = [
@@ -50,6 +52,8 @@ def system_prompt(
     ]
     parts.append("## Channels\n" + "\n".join(lines))
     parts.append(f"## Current time\n{moment:%A %Y-%m-%d %H:%M} ({timezone})")
+    if memory:
+        parts.append(memory)
     if summary:
         parts.append("## Summary of the earlier conversation\n" + summary)
     return "\n\n".join(p for p in parts if p)

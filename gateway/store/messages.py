@@ -8,6 +8,7 @@ Every function runs on the database thread, inside ``Database.run_transaction`` 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,6 +23,7 @@ __all__ = [
     "platform_message_id",
     "record_event",
     "set_attachments",
+    "sole_sender",
 ]
 
 Role = Literal["user", "assistant", "system"]
@@ -89,6 +91,19 @@ def platform_message_id(conn: sqlite3.Connection, message_id: int) -> str | None
     """The platform's id of a stored message (what a reply quotes)."""
     row = conn.execute("SELECT platform_message_id FROM messages WHERE id = ?", (message_id,)).fetchone()
     return None if row is None else row[0]
+
+
+def sole_sender(conn: sqlite3.Connection, message_ids: Sequence[int]) -> str | None:
+    """The sender id of the user messages ``message_ids`` when they all have the same one,
+    else ``None`` (several senders, or none)."""
+    if not message_ids:
+        return None
+    marks = ", ".join("?" * len(message_ids))
+    rows = conn.execute(
+        f"SELECT DISTINCT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user'",
+        tuple(message_ids),
+    ).fetchall()
+    return rows[0][0] if len(rows) == 1 and rows[0][0] else None
 
 
 @dataclass(frozen=True, slots=True)

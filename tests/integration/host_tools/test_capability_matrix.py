@@ -19,6 +19,8 @@ from tools.base import HostTool
 SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "channel_send": {"channelId": "console", "content": "hello"},
     "memory_access": {"operation": "list"},
+    "memory_search": {"query": "hello"},
+    "memory_update": {"target": "fact", "action": "set", "content": "hello", "category": "learning"},
     "db_query": {"sql": "SELECT key FROM memory_items"},
     "net_http": {"method": "GET", "url": "http://127.0.0.1:9/"},
     "schedule_manage": {"action": "list"},

@@ -43,7 +43,8 @@ async def test_list_and_call_in_process(env: BridgeEnv) -> None:
         invalid = await client.call_tool("schedule_manage", {"action": "explode"})
         with pytest.raises(MCPError, match="Unknown tool: db_query"):
             await client.call_tool("db_query", {"sql": "SELECT 1"})
-    expected = [registry.by_mcp_name("memory_access"), registry.by_mcp_name("schedule_manage")]
+    names = ("memory_access", "schedule_manage", "memory_search", "memory_update")
+    expected = [registry.by_mcp_name(name) for name in names]
     assert [(t.name, t.description, t.input_schema) for t in listed.tools] == [
         (t.mcp_name, t.description, t.input_schema) for t in expected if t
     ]
@@ -70,7 +71,12 @@ async def test_the_stdio_server_acts_as_the_run_in_its_environment(env: BridgeEn
         after = await client.call_tool("memory_access", {"operation": "list"})
         # The list is the run's for its whole life; once the run ends, calls say so.
         listed_after = await client.list_tools()
-    assert [t.name for t in listed.tools] == ["memory_access", "schedule_manage"]
+    assert [t.name for t in listed.tools] == [
+        "memory_access",
+        "schedule_manage",
+        "memory_search",
+        "memory_update",
+    ]
     assert listed_after.tools == listed.tools
     assert json.loads(read.content[0].text)["value"] == '{"n": 1}'
     assert after.is_error and "unknown or finished run" in after.content[0].text

@@ -65,7 +65,7 @@ def test_valid_labels_have_no_problem(label: str) -> None:
         ("filesystem.write", ["unknown capability label 'filesystem.write'", "net.http:egress"]),
         ("channel.send", ["needs a scope", "channel.send:<channel>|*"]),
         ("persona.send:", ["needs a scope", "persona.send:<persona>|*"]),
-        ("memory.access:all", ["only takes the scope 'thread'", "memory.access:thread"]),
+        ("memory.access:all", ["only takes one of the scopes thread, user, persona", "memory.access:thread"]),
         ("db.query:*", ["only takes the scope 'own'"]),
         ("subagent.invoke:fast", ["takes no scope", "write 'subagent.invoke'"]),
         ("channel.send:Team Slack", ["must be '*' or a lower-case name"]),
