@@ -91,6 +91,7 @@ CONTROL_FLOW = {
     "connectors.render.syntax.ParserFailure": "parse() shows the text as written instead",
     "connectors.slack.inbound.SkipEvent": "the event yields no InboundEvent; the connector drops it",
     "connectors.slack.files._Skipped": "one attachment is left out of the event",
+    "tools.workspace.egress_proxy._Refused": "the shell's egress proxy answers the connection with it",
 }
 
 
