@@ -39,7 +39,8 @@ async def query(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         key_prefix=prefix,
         after=after,
     )
-    page, size = [], 0
+    page: list[state.StateDocument] = []
+    size = 0
     for row in rows[:limit]:
         size += len(row.value)
         if page and size > PAGE_BYTES:
