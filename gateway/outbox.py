@@ -4,7 +4,8 @@ A row is marked ``sending`` (committed) before the platform call and ``sent`` af
 so after a crash a row is never sent twice: rows left in ``sending`` are reconciled as
 ``unknown`` unless the connector's delivery is idempotent (``Connector.idempotent_send``).
 A file row uploads the outbox's own copy (:mod:`gateway.outbox_spool`), removed once the
-row's delivery has ended however it ended.
+row's delivery has ended however it ended. While a channel is still starting (or its start
+is being retried) its rows wait without spending attempts, so a slow start fails no reply.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from gateway.store.outbox import (
 __all__ = ["Delivered", "Outbox", "ThreadAddress", "enqueue_chunks", "enqueue_files", "next_pending"]
 
 log = logging.getLogger("talon.outbox")
+
+_NOT_UP_YET = frozenset({"starting", "retrying"})  # channel states in which rows wait, unspent
+_NOT_UP_POLL = 0.5  # seconds between looks at such a channel
 
 
 Delivered = Callable[[int, int, str], None]
@@ -126,6 +130,11 @@ class Outbox:
         connector = self.connectors.get(row.channel)
         if connector is None:
             return await self._finish(row, "failed", error=f"channel {row.channel!r} is not running")
+        if connector.health.state in _NOT_UP_YET:
+            # Its start is still under way (or being retried): trying now would only spend one
+            # of the row's attempts on "not running", so a slow start could fail a reply.
+            self._wake_later(row.thread_id, _NOT_UP_POLL)
+            return None
         if not connector.idempotent_send:
             # Committed before the platform call: after a crash this row is never resent blindly.
             await self.db.run_transaction(mark_sending, row.id)

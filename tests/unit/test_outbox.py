@@ -24,7 +24,7 @@ class RaisingConnector:
     idempotent_send = False
 
     def __init__(self, failures: int) -> None:
-        self.health = ConnectorHealth()
+        self.health = ConnectorHealth("connected")
         self.failures = failures
         self.delivered: list[str] = []
 
@@ -96,3 +96,23 @@ async def test_a_connector_that_always_raises_ends_failed_not_unknown(db: Databa
     row = await fetch_row(db, "SELECT attempts, error FROM outbox")
     assert row["attempts"] == 3
     assert "KeyError" in row["error"]
+
+
+async def test_rows_wait_unspent_while_their_channel_is_still_starting(db: Database) -> None:
+    connector = RaisingConnector(failures=0)
+    connector.health = ConnectorHealth("starting")
+    outbox = Outbox(db, {"buggy": connector}, OutboxSettings(max_attempts=2, backoff_base=0.01))
+    thread_id = await _queue_reply(db, ["hello"])
+    outbox.notify(thread_id)
+    await asyncio.sleep(1.2)  # longer than the whole backoff of its two attempts
+    row = await fetch_row(db, "SELECT status, attempts FROM outbox")
+    assert (row["status"], row["attempts"]) == ("pending", 0) and connector.delivered == []
+    connector.health.set("retrying", "502 from the platform")
+    await asyncio.sleep(0.6)
+    assert await _statuses(db) == ["pending"]
+    connector.health.set("connected")
+    async with asyncio.timeout(5):
+        while await _statuses(db) != ["sent"]:
+            await asyncio.sleep(0.01)
+    await outbox.close()
+    assert connector.delivered == ["hello"]

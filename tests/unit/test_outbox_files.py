@@ -29,7 +29,7 @@ class FileConnector:
     name = "files"
 
     def __init__(self, *, idempotent: bool = False, limit: int = 1000) -> None:
-        self.health = ConnectorHealth()
+        self.health = ConnectorHealth("connected")
         self.idempotent_send = idempotent
         self.max_file_bytes = limit
         self.uploaded: list[tuple[str, bytes]] = []
