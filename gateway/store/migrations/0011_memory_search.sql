@@ -1,7 +1,8 @@
 -- Searchable, scoped memory (gateway/store/facts.py): facts written with memory_update in a
 -- thread, user or persona scope, the short "hot" block per scope that each turn's system
 -- prompt carries, and one full-text index (FTS5, bm25) over the facts and the memory_access
--- items (facts, notes, summaries), kept in step with both tables by triggers.
+-- items (facts, notes, summaries), kept in step with both tables by triggers. Words are
+-- stemmed (porter: "thursdays" finds "Thursday").
 --
 -- owner says whose a row is within its scope: the thread id for 'thread', a digest of the
 -- channel and sender id for 'user', '' for 'persona'. tag is the one index token that stands
@@ -44,7 +45,7 @@ CREATE VIRTUAL TABLE memory_fts USING fts5(
     kind UNINDEXED,
     ref UNINDEXED,
     created_at UNINDEXED,
-    tokenize = 'unicode61 remove_diacritics 2',
+    tokenize = 'porter unicode61 remove_diacritics 2',
     prefix = '2 3'
 );
 INSERT INTO memory_fts (memory_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)');
