@@ -18,7 +18,19 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pytest
 
-from gateway.store import audit, delegation, memory, messages, outbox, queue, runs, schedules, state, threads
+from gateway.store import (
+    audit,
+    delegation,
+    facts,
+    memory,
+    messages,
+    outbox,
+    queue,
+    runs,
+    schedules,
+    state,
+    threads,
+)
 from gateway.store.db import Database, open_database
 
 P = ParamSpec("P")
@@ -41,6 +53,7 @@ class Backend:
     audit: ModuleType
     schedules: ModuleType
     state: ModuleType
+    facts: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -60,7 +73,19 @@ async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
     db = await open_database(tmp_path / "talon.db")
     try:
         yield Backend(
-            "sqlite", db, threads, messages, runs, queue, outbox, memory, delegation, audit, schedules, state
+            "sqlite",
+            db,
+            threads,
+            messages,
+            runs,
+            queue,
+            outbox,
+            memory,
+            delegation,
+            audit,
+            schedules,
+            state,
+            facts,
         )
     finally:
         await db.close()
