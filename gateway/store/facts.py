@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.memory_query import And, Node, Not, Or, Query, Term
+from gateway.memory_query import And, Node, Not, Or, Query, QueryError, Term
 
 __all__ = [
     "CATEGORIES",
@@ -41,6 +42,9 @@ __all__ = [
 Scope = Literal["thread", "user", "persona"]
 SCOPES: tuple[Scope, ...] = ("thread", "user", "persona")
 CATEGORIES = ("preference", "convention", "decision", "learning")
+# A search that ranks for longer than this (terms in nearly every item) is stopped.
+SEARCH_SECONDS = 2.0
+PROGRESS_STEPS = 1000  # how often (in SQLite VM steps) a search looks at the clock
 
 
 def user_owner(channel: str, sender_id: str) -> str:
@@ -264,19 +268,32 @@ def search(
     match = f"{_render(query.root)} AND tags : ({' OR '.join(scope_of)})"
     if category is not None:
         match += f" AND tags : c{category}"
-    where, params = "memory_fts MATCH ?", [match]
+    where, params = "memory_fts MATCH ?", list[object]([match])
     if since is not None:
         where += " AND created_at >= ?"
         params.append(since)
-    rows = conn.execute(
-        "SELECT h.kind, h.ref, h.tags, h.content, h.created_at, h.rank, f.category, f.evidence, "
-        "f.updated_at, i.key, i.updated_at FROM "
-        f"(SELECT rowid, kind, ref, tags, content, created_at, rank FROM memory_fts WHERE {where} "
-        "ORDER BY rank LIMIT ?) AS h "
-        "LEFT JOIN memory_facts AS f ON h.rowid % 2 = 1 AND f.id = h.ref "
-        "LEFT JOIN memory_items AS i ON h.rowid % 2 = 0 AND i.id = h.ref ORDER BY h.rank",
-        (*params, limit),
-    ).fetchall()
+    deadline = time.monotonic() + SEARCH_SECONDS
+    stopped: list[bool] = []
+
+    def past_deadline() -> bool:
+        if time.monotonic() > deadline:
+            stopped.append(True)
+        return bool(stopped)
+
+    conn.set_progress_handler(past_deadline, PROGRESS_STEPS)
+    try:
+        rows = _ranked(conn, where, params, limit)
+    except sqlite3.OperationalError as exc:
+        if stopped:  # SQLite words it by where it stopped ("interrupted", "vtable constructor failed")
+            raise QueryError(
+                f"the query matched too much to rank within {SEARCH_SECONDS:g} s; "
+                "add more specific words or use AND instead of OR"
+            ) from None
+        if "fts5" in str(exc):
+            raise QueryError(f"the search index refused the query ({exc}); simplify it") from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
     hits = []
     for kind, ref, tags, content, created, rank, cat, evidence, f_updated, key, i_updated in rows:
         is_fact = key is None
@@ -295,3 +312,16 @@ def search(
             )
         )
     return hits
+
+
+def _ranked(conn: sqlite3.Connection, where: str, params: list[object], limit: int) -> list[sqlite3.Row]:
+    """The best ``limit`` index rows, ranked first and only then joined to their rows."""
+    return conn.execute(
+        "SELECT h.kind, h.ref, h.tags, h.content, h.created_at, h.rank, f.category, f.evidence, "
+        "f.updated_at, i.key, i.updated_at FROM "
+        f"(SELECT rowid, kind, ref, tags, content, created_at, rank FROM memory_fts WHERE {where} "
+        "ORDER BY rank LIMIT ?) AS h "
+        "LEFT JOIN memory_facts AS f ON h.rowid % 2 = 1 AND f.id = h.ref "
+        "LEFT JOIN memory_items AS i ON h.rowid % 2 = 0 AND i.id = h.ref ORDER BY h.rank",
+        (*params, limit),
+    ).fetchall()

@@ -182,3 +182,17 @@ async def test_hot_memory_is_set_and_cleared(db: Database) -> None:
     ] == 8
     cleared = await memory_update.handle(ctx, {"target": "hot", "action": "set", "content": ""})
     assert cleared["cleared"] is True
+
+
+async def test_a_search_that_ranks_too_long_is_stopped_with_advice(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = await _ctx(db, "memory.access:thread")
+    for i in range(50):
+        await _fact(ctx, f"common words number {i}")
+    monkeypatch.setattr("gateway.store.facts.SEARCH_SECONDS", -1.0)
+    monkeypatch.setattr("gateway.store.facts.PROGRESS_STEPS", 10)
+    with pytest.raises(RefusedError, match="matched too much to rank"):
+        await _search(ctx, "common")
+    monkeypatch.undo()
+    assert len(await _search(ctx, "common")) == 10
