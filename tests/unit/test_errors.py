@@ -23,6 +23,7 @@ from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError,
 from gateway.host_tools import SessionError
 from gateway.intake import ShuttingDownError
 from gateway.jsonsafe import JSONInputError
+from gateway.memory_query import QueryError
 from gateway.outbox_spool import FileTooLargeError
 from gateway.persona_mcp.connection import ServerUnavailableError
 from gateway.persona_mcp.sandbox import SandboxError
@@ -61,6 +62,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     JSONInputError: RefusedError,
     NotifyError: RefusedError,
     OutputError: RefusedError,
+    QueryError: RefusedError,
     ReadOnlyQueryError: RefusedError,
     ScheduleError: RefusedError,
     SchemaTooNewError: RefusedError,
