@@ -120,3 +120,19 @@ async def test_hot_blocks_are_set_replaced_and_cleared_per_key(store: Backend) -
     assert await store.read(store.facts.hot_blocks, [bob]) == []
     await store.write(store.facts.set_hot, ann, "", 3.0)
     assert await store.read(store.facts.get_hot, ann) is None
+
+
+async def test_a_batch_has_a_sole_sender_only_when_all_its_user_messages_share_one(store: Backend) -> None:
+    tid = await _thread(store, "t")
+
+    async def say(sender: str | None, role: str = "user") -> int:
+        return await store.write(
+            store.messages.add_message, tid, role, "hi", created_at=1.0, sender_id=sender
+        )
+
+    ann1, ann2, bob, nobody = await say("ann"), await say("ann"), await say("bob"), await say(None)
+    reply = await say(None, "assistant")
+    assert await store.read(store.messages.sole_sender, [ann1, ann2, reply]) == "ann"
+    assert await store.read(store.messages.sole_sender, [ann1, bob]) is None
+    assert await store.read(store.messages.sole_sender, [nobody]) is None
+    assert await store.read(store.messages.sole_sender, []) is None
