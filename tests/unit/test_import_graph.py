@@ -40,13 +40,6 @@ SHARED_CONNECTOR_MODULES = frozenset({"base", "pacing", "policy", "render"})
 
 ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset(
     {
-        # Cycle tools.host <-> tools.workspace through both packages' __init__: importing
-        # tools.host.net_http runs tools/host/__init__.py, which imports every host tool, and
-        # channel_send and subagent_invoke import tools.workspace.roots, whose package
-        # __init__ imports the workspace tools that import net_http.
-        ("tools.workspace.egress_proxy", "tools.host"),
-        ("tools.workspace.sandbox", "tools.host"),
-        ("tools.workspace.wait_for", "tools.host"),
         # Cycle gateway.personas -> gateway.persona_mcp (lazy; its __init__ runs first) ->
         # gateway.persona_mcp.doctor (type-checking import in that __init__) -> gateway.personas.
         ("gateway.personas", "gateway.persona_mcp"),

@@ -4,7 +4,7 @@ With ``shell.network: guarded`` a ``bash`` or ``wait_for`` command gets no netwo
 own; it gets this proxy, one per call, on a Unix socket in a private directory bound into
 the sandbox (see :mod:`tools.workspace.egress_forward` for the sandbox's end). Every
 connection names its destination, which passes the same checks as ``net_http``
-(:func:`tools.host.net_http.vetted_addresses`: domain allowlist, then every address the name
+(:func:`tools.egress.vetted_addresses`: domain allowlist, then every address the name
 resolves to) before the proxy connects, to exactly the vetted addresses:
 
 - ``CONNECT host:port`` opens a tunnel (HTTPS, or anything else over TCP);
@@ -30,7 +30,7 @@ from yarl import URL
 
 from gateway.sandbox import Mount
 from tools.base import ToolError
-from tools.host.net_http import Resolve, vetted_addresses
+from tools.egress import Resolve, vetted_addresses
 from tools.ssrf import EgressPolicy, IPAddress
 
 __all__ = ["INSIDE", "PROXY_PORT", "GuardedEgress"]

@@ -26,7 +26,7 @@ from gateway.sandbox import DEFAULT_BWRAP, SYSTEM_PATH, Mount, SandboxSpec, bwra
 from gateway.sandbox import sandbox_problem as _sandbox_problem
 from gateway.sandbox_limits import CallCgroups, Limits, limited_command
 from tools.base import ToolError
-from tools.host.net_http import egress_policy
+from tools.egress import egress_policy
 from tools.workspace.egress_proxy import GuardedEgress
 from tools.workspace.roots import SHARED, WORKSPACE, WorkspaceRoots, thread_workspace
 

@@ -33,7 +33,7 @@ from yarl import URL
 from gateway.labels import granted_scopes
 from gateway.store.queue import waiting_message
 from tools.base import HostTool, ToolContext, ToolError
-from tools.host.net_http import egress_policy, fetch
+from tools.egress import egress_policy, fetch
 from tools.workspace import jobs, process
 from tools.workspace.roots import WORKSPACE, Root, WorkspaceRoots, open_regular, thread_workspace
 from tools.workspace.sandbox import sandboxed_command, shell_available

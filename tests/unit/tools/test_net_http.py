@@ -20,6 +20,7 @@ from yarl import URL
 
 from gateway.config import NetHttpSettings, Settings
 from gateway.personas import Persona
+from tools import egress
 from tools.base import ToolContext, ToolError
 from tools.host import net_http
 from tools.ssrf import EgressPolicy, classify, domain_allowed
@@ -587,23 +588,23 @@ async def test_a_name_resolving_to_metadata_stays_blocked_under_a_range_allow(
     _stub_dns(monkeypatch, {"metadata.test": [answer]})
     shown = re.escape(str(ipaddress.ip_address(answer)))
     policy = EgressPolicy.build([], ["169.254.0.0/16", "fd00::/8", "metadata.test"])
-    resolver = net_http._PinnedResolver()
+    resolver = egress._PinnedResolver()
     with pytest.raises(
         ToolError, match=rf"blocked: metadata\.test resolves to {shown}, a cloud metadata address"
     ):
-        await net_http._vet(URL("http://metadata.test/latest/meta-data/"), policy, resolver)
+        await egress._vet(URL("http://metadata.test/latest/meta-data/"), policy, resolver)
     with pytest.raises(OSError, match="not vetted"):
         await resolver.resolve("metadata.test", 80)
     # Naming the address itself is the way to open it.
     exact = EgressPolicy.build([], [answer])
-    await net_http._vet(URL("http://metadata.test/latest/meta-data/"), exact, resolver)
+    await egress._vet(URL("http://metadata.test/latest/meta-data/"), exact, resolver)
     assert [a["host"] for a in await resolver.resolve("metadata.test", 80, socket.AF_UNSPEC)] == [
         str(ipaddress.ip_address(answer))
     ]
 
 
 async def test_connections_use_only_vetted_addresses() -> None:
-    resolver = net_http._PinnedResolver()
+    resolver = egress._PinnedResolver()
     resolver.pin("api.example.com", [ipaddress.ip_address("93.184.215.14")])
     answers = await resolver.resolve("API.example.com.", 443, family=socket.AF_UNSPEC)
     assert [a["host"] for a in answers] == ["93.184.215.14"]
