@@ -25,10 +25,8 @@ differences of the two parsers, each left out as narrowly as the test can tell i
   paragraph in pulldown-cmark; a line indented four spaces right after a table is one more
   row for pulldown-cmark, indented code for markdown-it-py; and ``\\|`` inside an autolink
   in a cell keeps its backslash in pulldown-cmark.
-
-A code span that starts with a line ending (`` `\r & ` ``) keeps one space of it in
-pulldown-cmark (as the CommonMark spec has it) and none in markdown-it-py; the fixed examples
-do not contain one.
+- A code span that starts with a line ending inside a list item (``- `\\n & ```) keeps a
+  space of it in pulldown-cmark and none in markdown-it-py: such input is left out.
 
 Not generated here, and pinned in :mod:`tests.unit.render.test_parse`: a link reference
 definition whose address is refused (``[r]: javascript:x``) is hidden by pulldown-cmark,
@@ -115,6 +113,8 @@ _DELIMITER_KINDS = (re.compile(r"\*"), re.compile(r"_"), re.compile(r"~~"))
 _LONG_TILDES = re.compile("~{3,}")
 _ODD_SPACE = re.compile(r"[\t\x0b\x0c][ \t\x0b\x0c]*$|^[ >]*#{1,6}[\x0b\x0c]", re.MULTILINE)
 _PIPE_IN_AUTOLINK = re.compile(r"<[^<>\n]*\\\|[^<>\n]*>")
+# One or two backticks (a code span, not a fence) right before a line ending.
+_SPAN_AT_LINE_END = re.compile(r"(?<!`)`{1,2}[\r\n]")
 _CONTAINER_MARKS = re.compile(r"^(?:[ \t]*(?:>|[-+*](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$)))*[ \t]*")
 _DELIMITER_ROW = re.compile(r"[|: \t-]*-[|: \t-]*")
 _FENCE = re.compile("`{3,}|~{3,}")
@@ -191,7 +191,7 @@ def test_generated_markdown_parses_the_same(source: str) -> None:
     source = normalize(source)
     assume(not _EXOTIC_SPACE.search(source) and not _symbol_next_to_tildes(source))
     assume(not _ODD_SPACE.search(source) and not _PIPELESS_ALIGNED_RULE.search(source))
-    assume(not _PIPE_IN_AUTOLINK.search(source))
+    assume(not _PIPE_IN_AUTOLINK.search(source) and not _SPAN_AT_LINE_END.search(source))
     assume(not _table_after_text(source) and not _indented_after_table(source))
     new, old = parse(source), legacy_parse.parse(source)
     if new == old:
