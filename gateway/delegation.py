@@ -117,7 +117,8 @@ class Delegation:
             return {"task_id": task_id, "state": "submitted"}
         try:
             with self.park():
-                await asyncio.wait_for(done.wait(), self.settings.await_timeout)
+                async with asyncio.timeout(self.settings.await_timeout):
+                    await done.wait()
         except TimeoutError:
             # From now on the result is delivered into the caller's thread when it comes.
             await self.db.run_transaction(tasks.deliver_later, task_id)
@@ -139,7 +140,8 @@ class Delegation:
             done = self._done.setdefault(task_id, asyncio.Event())
             try:
                 with self.park():
-                    await asyncio.wait_for(done.wait(), min(wait_ms / 1000, self.settings.await_timeout))
+                    async with asyncio.timeout(min(wait_ms / 1000, self.settings.await_timeout)):
+                        await done.wait()
             except TimeoutError:
                 pass
             task = await self._task(task_id)

@@ -106,7 +106,8 @@ def extract(data: bytes, kind: str) -> Extracted:
 async def extract_bounded(data: bytes, kind: str, timeout: float = TIMEOUT) -> Extracted:
     """:func:`extract` in a worker thread, given up after ``timeout`` seconds."""
     try:
-        return await asyncio.wait_for(asyncio.to_thread(extract, data, kind), timeout)
+        async with asyncio.timeout(timeout):
+            return await asyncio.to_thread(extract, data, kind)
     except TimeoutError:
         raise DocumentError(
             f"extracting this {kind} took longer than {timeout:g} s; it was given up"

@@ -254,7 +254,8 @@ class HostTools:
             )
             while not self._closing.is_set():
                 try:
-                    await asyncio.wait_for(self._closing.wait(), self.heartbeat)
+                    async with asyncio.timeout(self.heartbeat):
+                        await self._closing.wait()
                 except TimeoutError:
                     await reply({"type": "heartbeat"})  # fails once the client is gone
             await reply({"type": "error", "error": "the daemon is stopping; the host-tools session ended"})

@@ -201,7 +201,8 @@ class EventReceiver:
         self._socket = client
         client.wss_uri = opened["url"]
         try:
-            await asyncio.wait_for(client.connect(), timeout=self._timeout)
+            async with asyncio.timeout(self._timeout):
+                await client.connect()
         except TimeoutError:
             raise ConnectorStartError(
                 f"{self.name}: the Socket Mode websocket did not open within {self._timeout:g}s; "

@@ -125,7 +125,8 @@ async def run_captured(command: SandboxedCommand, timeout: float) -> Finished:
         done, _ = await asyncio.wait({pumps, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         timed_out = not done
         if pumps in done:
-            await asyncio.wait_for(proc.wait(), max(0.1, timeout - (time.monotonic() - started)))
+            async with asyncio.timeout(max(0.1, timeout - (time.monotonic() - started))):
+                await proc.wait()
     except TimeoutError:
         timed_out = True
     finally:
