@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["Components", "Gateway", "build_components", "build_connector", "run_daemon"]
 
 log = logging.getLogger("talon.daemon")
+CHANNEL_STOP_TIMEOUT = 10.0  # seconds one channel may take to disconnect at shutdown
 
 
 def build_connector(settings: ChannelSettings, files_dir: Path, db: Database) -> Connector:
@@ -323,14 +324,27 @@ class Gateway:
             log.warning("outbox not fully flushed; the rest is delivered after the next start")
         await c.outbox.close()
         await c.control.stop()
-        for connector in c.connectors.values():
-            with contextlib.suppress(Exception):
-                await connector.stop()
+        await asyncio.gather(*(_stop_channel(connector) for connector in c.connectors.values()))
         await self.warmed_up()
         for provider in c.providers.values():
             with contextlib.suppress(Exception):
                 await provider.aclose()
         await c.db.close()
+
+
+async def _stop_channel(connector: Connector) -> None:
+    """Disconnect one channel; one that does not stop in time is left behind, not waited on."""
+    try:
+        async with asyncio.timeout(CHANNEL_STOP_TIMEOUT):
+            await connector.stop()
+    except TimeoutError:
+        log.warning(
+            "channel %s did not stop within %g s; shutting down without it",
+            connector.name,
+            CHANNEL_STOP_TIMEOUT,
+        )
+    except Exception:
+        log.warning("channel %s failed while stopping", connector.name, exc_info=True)
 
 
 async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
