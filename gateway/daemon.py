@@ -52,7 +52,7 @@ from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
 
 if TYPE_CHECKING:
-    from gateway.persona_mcp import PersonaMcpManager
+    from gateway.persona_mcp.manager import PersonaMcpManager
 
 __all__ = ["Components", "Gateway", "build_components", "build_connector", "run_daemon"]
 
@@ -217,7 +217,7 @@ def _persona_mcp(settings: Settings, personas: Mapping[str, Persona]) -> Persona
     """Persona MCP servers, when any persona declares one (the mcp client loads only then)."""
     if not any(p.mcp_servers for p in personas.values()):
         return None
-    from gateway.persona_mcp import PersonaMcpManager
+    from gateway.persona_mcp.manager import PersonaMcpManager
 
     return PersonaMcpManager(settings, personas)
 

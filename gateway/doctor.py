@@ -59,7 +59,7 @@ async def run_doctor(settings: Settings, *, config: Path | None, fix: bool = Fal
                 "it; set allowed_users or allowed_chats"
             )
 
-    from gateway.persona_mcp import doctor_findings
+    from gateway.persona_mcp.doctor import doctor_findings
 
     findings = doctor_findings(personas.values())
     if findings:

@@ -42,7 +42,7 @@ from tools.instruction_files import ToolInstructions
 
 if TYPE_CHECKING:
     from gateway.delegation import Delegation
-    from gateway.persona_mcp import PersonaMcpManager
+    from gateway.persona_mcp.manager import PersonaMcpManager
     from gateway.poster import ChannelPoster
     from gateway.subagents.runner import SubagentRunner
 
@@ -196,7 +196,7 @@ class HostTools:
         box = RunToolBox(self.bridge, identity, self.socket_path)
         if self.mcp is None or not persona.mcp_servers:
             return box
-        from gateway.persona_mcp import ComposedToolBox  # the mcp client loads only when used
+        from gateway.persona_mcp.toolbox import ComposedToolBox  # the mcp client loads only when used
 
         return ComposedToolBox(box, self.mcp, persona, self.mcp.cached_specs(persona))
 

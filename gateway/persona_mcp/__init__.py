@@ -6,26 +6,16 @@
 - :mod:`.manager` owns every persona's servers; :mod:`.toolbox` adds their tools to a turn;
 - :mod:`.doctor` reports on them for ``talon doctor``.
 
-Names are imported on first use: validating persona.yaml must not load the MCP SDK.
+Names are imported on first use: validating persona.yaml must not load the MCP SDK. Typed code
+imports them from their modules; this package's ``__init__`` imports nothing, so that
+``gateway.personas`` (which validates ``mcp_servers:`` with :mod:`.settings`) and the
+modules here that read a persona form no cycle.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from gateway.persona_mcp.doctor import doctor_findings
-    from gateway.persona_mcp.manager import PersonaMcpManager, workspace_path
-    from gateway.persona_mcp.sandbox import SandboxError, build_launch, find_bwrap, sandbox_problem
-    from gateway.persona_mcp.settings import (
-        HttpServerSettings,
-        McpServerSettings,
-        StdioServerSettings,
-        mcp_server_problems,
-        parse_mcp_servers,
-    )
-    from gateway.persona_mcp.toolbox import ComposedToolBox
+from typing import Any
 
 _WHERE = {
     "ComposedToolBox": "toolbox",

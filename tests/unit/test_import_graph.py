@@ -38,13 +38,7 @@ WIRING = frozenset({"gateway.daemon", "gateway.cli"})
 # Modules of ``connectors`` every connector shares; every other module there belongs to one platform.
 SHARED_CONNECTOR_MODULES = frozenset({"base", "pacing", "policy", "render"})
 
-ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset(
-    {
-        # Cycle gateway.personas -> gateway.persona_mcp (lazy; its __init__ runs first) ->
-        # gateway.persona_mcp.doctor (type-checking import in that __init__) -> gateway.personas.
-        ("gateway.personas", "gateway.persona_mcp"),
-    }
-)
+ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset()  # none left
 
 Kind = Literal["module", "lazy", "type"]
 
