@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import time
@@ -26,6 +27,9 @@ HEAD_BYTES = 50 * 1024
 TAIL_BYTES = 50 * 1024
 MAX_OUTPUT_BYTES = 8 * 1024 * 1024
 _CHUNK = 64 * 1024
+REAP_TIMEOUT = 10.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +88,13 @@ async def stop(proc: asyncio.subprocess.Process, command: SandboxedCommand) -> N
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     command.cgroups.kill()
-    with contextlib.suppress(ProcessLookupError):
-        await proc.wait()
+    try:
+        async with asyncio.timeout(REAP_TIMEOUT):
+            await proc.wait()
+    except ProcessLookupError:
+        pass
+    except TimeoutError:  # the call must not hang on a sandbox that is slow to go
+        log.warning("a killed sandbox (pid %s) was not reaped within %g s", proc.pid, REAP_TIMEOUT)
     for _ in range(50):
         if not command.cgroups.pids():
             break
