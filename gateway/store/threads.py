@@ -85,15 +85,18 @@ def upsert_thread(
     """The thread of ``key``, created with ``chat_type``, ``persona`` and ``title`` when new.
 
     An existing thread is touched (``updated_at``) and keeps its chat type and title. It
-    keeps its persona too, unless ``rebind``: then a ``persona`` that is not ``None``
-    replaces it (intake resolves the bindings for every message, so a changed binding
-    takes effect; no binding never unbinds a thread).
+    keeps its persona too, unless ``rebind`` (intake, which speaks for the platform): then a
+    ``persona`` that is not ``None`` replaces it (intake resolves the bindings for every
+    message, so a changed binding takes effect; no binding never unbinds a thread), and the
+    chat type is the event's (a thread first made by a post into the chat had to guess it).
     """
     persona_update = "COALESCE(excluded.persona, threads.persona)" if rebind else "threads.persona"
+    type_update = "excluded.chat_type" if rebind else "threads.chat_type"
     row = conn.execute(
         "INSERT INTO threads (channel, chat_id, topic, chat_type, persona, title, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
-        f"updated_at = excluded.updated_at, persona = {persona_update} RETURNING {_COLUMNS}",
+        f"updated_at = excluded.updated_at, persona = {persona_update}, chat_type = {type_update} "
+        f"RETURNING {_COLUMNS}",
         (key.channel, key.chat_id, topic_value(key), chat_type, persona, title, now, now),
     ).fetchone()
     return _thread(row)

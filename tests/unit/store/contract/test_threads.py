@@ -48,6 +48,15 @@ async def test_rebind_takes_a_new_persona_but_no_persona_never_unbinds(store: Ba
     assert moved.persona == "bob"
 
 
+async def test_rebind_takes_the_chat_type_of_the_platform(store: Backend) -> None:
+    # A post into a chat nobody has written from yet creates its thread with a guess.
+    posted = await store.write(store.threads.upsert_thread, KEY, chat_type="group", persona="alice", now=1.0)
+    heard = await store.write(
+        store.threads.upsert_thread, KEY, chat_type="dm", persona="alice", now=2.0, rebind=True
+    )
+    assert (heard.id, heard.chat_type) == (posted.id, "dm")
+
+
 async def test_an_unbound_thread_stays_unbound_without_rebind(store: Backend) -> None:
     await store.write(store.threads.upsert_thread, KEY, chat_type="dm", persona=None, now=1.0)
     row = await store.write(store.threads.upsert_thread, KEY, chat_type="dm", persona="alice", now=2.0)
