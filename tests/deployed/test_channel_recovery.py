@@ -71,20 +71,31 @@ async def test_a_bot_api_down_at_boot_is_retried_until_it_answers(tmp_path: Path
     port = _free_port()
     async with fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai") as model:
         config = write_deployed_config(
-            tmp_path, model_url=model.url, channels=[_telegram(f"http://127.0.0.1:{port}")], **RETRY
+            tmp_path,
+            model_url=model.url,
+            channels=[_telegram(f"http://127.0.0.1:{port}")],
+            # Two quick attempts per chunk: a notice sent while the channel is down must not
+            # spend them, or it would fail long before the channel comes up.
+            outbox={"max_attempts": 2, "backoff_base": 0.2, "backoff_max": 0.4},
+            **RETRY,
         )
         async with deployed_daemon(config) as daemon:
             # Past "starting" (a status asked before the first attempt ended shows that).
-            first = (await _status_until(config, lambda line: not line.endswith(": starting"), timeout=30))[
-                -1
-            ]
-            assert first.startswith("channel team-telegram: retrying in "), first
-            assert "last error: team-telegram: cannot reach the Telegram Bot API" in first
+            seen = await _status_until(config, lambda line: not line.endswith(": starting"), timeout=30)
+            assert seen[-1].startswith("channel team-telegram: retrying in "), seen
+            assert "last error: team-telegram: cannot reach the Telegram Bot API" in seen[-1]
+            code, _, err = await talon(
+                "send", "-c", str(config), "team-telegram", "sent while down", "--chat", "1000"
+            )
+            assert code == 0, err
+            await asyncio.sleep(3)  # several of the channel's tries, and more than both chunk attempts
             async with fake_process(
-                "tests.fakes.telegram_api.standalone", tmp_path, "--port", str(port)
+                "tests.fakes.telegram_api.standalone", tmp_path, "--port", str(port), "--known-chat", "1000"
             ) as bot_api:
                 await _status_until(config, lambda line: line.endswith(": connected"), timeout=30)
                 await _ask_and_wait(bot_api.url, "hello once the network is up")
+                sent = await get_json(f"{bot_api.url}/_fake/sent")
+                assert sent["1000"].count("sent while down") == 1, sent
                 assert await daemon.stop() == 0
         log = daemon.log()
     assert "trying again in" in log

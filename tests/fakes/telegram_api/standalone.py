@@ -134,6 +134,8 @@ async def serve(args: argparse.Namespace) -> None:
         seed=args.seed,
         fail_first=args.fail_first,
     )
+    for chat_id in args.known_chat:
+        fake.add_chat(chat_id)
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_routes(control_routes(fake))
     app.router.add_route("*", "/bot{token}/{method}", fake._on_api)
@@ -177,6 +179,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-first", type=int, default=0, help="Bot API calls answered 502 first")
     parser.add_argument("--port", type=int, default=0, help="port to bind on 127.0.0.1; 0 = any free one")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--known-chat", type=int, action="append", default=[], help="a private chat the bot has seen before"
+    )
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
     asyncio.run(serve(parser.parse_args(argv)))
 
