@@ -157,10 +157,15 @@ class GuardedEgress:
 
     async def _open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
-            addresses = await vetted_addresses(host, port, self.policy, resolve=self.resolve)
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                addresses = await vetted_addresses(host, port, self.policy, resolve=self.resolve)
         except ToolError as exc:
             log.info("shell egress refused", extra={"host": host, "port": port, "reason": str(exc)})
             raise _Refused(403, "Forbidden", str(exc)) from None
+        except TimeoutError:
+            raise _Refused(
+                504, "Gateway Timeout", f"{host} did not resolve within {CONNECT_TIMEOUT:g} s"
+            ) from None
         return await _connect(host, port, addresses)
 
 

@@ -232,3 +232,19 @@ async def test_malformed_requests_get_a_clear_status(
     assert answer.split(b" ")[1] == status, answer
     assert b"talon egress guard:" in answer
     assert resolver.asked == []
+
+
+async def test_a_name_that_does_not_resolve_in_time_gets_a_timeout(
+    proxy_for: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tools.workspace.egress_proxy.CONNECT_TIMEOUT", 0.2)
+
+    class SlowResolver(StubResolver):
+        async def __call__(self, host: str, port: int) -> list[IPAddress]:
+            await asyncio.sleep(5)
+            return []
+
+    egress = await proxy_for(EgressPolicy.build([], []), SlowResolver({}))
+    answer = await ask(egress, b"CONNECT slow.example:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 504 Gateway Timeout")
+    assert b"slow.example did not resolve within 0.2 s" in answer
