@@ -207,8 +207,9 @@ def _within_output_limit(entries: list[str]) -> list[str]:
 
 
 def _read_whole(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes (the size at open: a file still growing is not chased)."""
     parts, position = [], 0
-    while chunk := os.pread(fd, max(size - position, CHUNK), position):
+    while position < size and (chunk := os.pread(fd, size - position, position)):
         parts.append(chunk)
         position += len(chunk)
     return b"".join(parts)
