@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +60,18 @@ def workspace(ctx: ToolContext) -> Path:
 def shared(ctx: ToolContext) -> Path:
     """The host folder of the persona's /shared."""
     return WorkspaceRoots.for_call(ctx, "read").roots[1].host
+
+
+@pytest.fixture
+async def greeter() -> AsyncIterator[int]:
+    """A TCP server on 127.0.0.1 that greets whoever connects; yields its port."""
+
+    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"hello\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(greet, "127.0.0.1", 0)
+    yield server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()

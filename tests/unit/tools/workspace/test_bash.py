@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +31,6 @@ def sh(make_ctx: Callable[..., ToolContext]) -> ToolContext:
 
 async def bash(ctx: ToolContext, command: str, **args: Any) -> dict[str, Any]:
     return await run_bash(ctx, {"command": command, **args})
-
-
-@pytest.fixture
-async def greeter() -> AsyncIterator[int]:
-    """A TCP server on 127.0.0.1 that greets whoever connects; yields its port."""
-
-    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"hello\n")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(greet, "127.0.0.1", 0)
-    yield server.sockets[0].getsockname()[1]
-    server.close()
-    await server.wait_closed()
 
 
 async def test_a_command_runs_in_the_workspace_and_keeps_its_exit_code(
