@@ -10,17 +10,14 @@ stand-in answers ``attach PATH ...`` with a channel_send carrying those attachme
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import os
-import sqlite3
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
+from tests.deployed.files_crash import file_rows, make_files
 from tests.deployed.support import (
     deployed_daemon,
     fake_process,
@@ -38,31 +35,8 @@ CHATS = 8
 FILES_PER_CHAT = 8
 
 
-def _make_files(shared: Path) -> dict[str, str]:
-    """Distinct files of 20-120 KB in the persona's /shared; returns name -> sha256."""
-    shared.mkdir(parents=True, exist_ok=True)
-    digests = {}
-    for c in range(CHATS):
-        for n in range(FILES_PER_CHAT):
-            name = f"c{c}-f{n}.bin"
-            data = os.urandom(20_000 + 10_000 * n)
-            (shared / name).write_bytes(data)
-            digests[name] = hashlib.sha256(data).hexdigest()
-    return digests
-
-
-def _file_rows(data_dir: Path) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(f"file:{data_dir / 'talon.db'}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute("SELECT chat_id, status, file_name FROM outbox WHERE format = 'file'").fetchall()
-        return [dict(r) for r in rows]
-    finally:
-        conn.close()
-
-
 async def test_kill_9_mid_upload_sends_no_file_twice_and_loses_none(tmp_path: Path) -> None:
-    digests = _make_files(tmp_path / "data" / "workspaces" / "assistant" / "shared")
+    digests = make_files(tmp_path / "data", CHATS, FILES_PER_CHAT)
     async with (
         fake_process(
             "tests.fakes.telegram_api.standalone", tmp_path, "--latency", "0.1:0.3", "--fail-rate", "0.05"
@@ -109,7 +83,7 @@ async def test_kill_9_mid_upload_sends_no_file_twice_and_loses_none(tmp_path: Pa
                         break
                     await asyncio.sleep(0.05)
             await daemon.kill()
-        at_kill = _file_rows(tmp_path / "data")
+        at_kill = file_rows(tmp_path / "data")
         in_flight = {(r["chat_id"], r["file_name"]) for r in at_kill if r["status"] == "sending"}
 
         async with deployed_daemon(config) as daemon:
@@ -121,7 +95,7 @@ async def test_kill_9_mid_upload_sends_no_file_twice_and_loses_none(tmp_path: Pa
             second_log = daemon.log()
         uploaded = await get_json(f"{bot_api.url}/_fake/files")
 
-    rows = _file_rows(tmp_path / "data")
+    rows = file_rows(tmp_path / "data")
     assert len(rows) == CHATS * FILES_PER_CHAT, "one outbox row per file"
     assert in_flight, "the kill caught some uploads on the wire (raise the latency if not)"
     assert len(at_kill) == len(rows), "every file was committed before the kill"
