@@ -57,6 +57,12 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "git.read": None,
     "state.read": "persona|team",
     "state.write": "persona|team",
+    "agent.dispatch": None,
+    "model.complete": None,
+    "skill.use": None,
+    "jobs.manage": None,
+    "workspace.share": None,
+    "runtime.inspect": None,
 }
 # What each scope word of the workspace labels opens: ``thread`` the thread's workspace
 # (``/workspace``), ``persona`` that and the persona's shared workspace (``/shared``).

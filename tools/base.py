@@ -67,6 +67,14 @@ class ToolContext:
     # The platform id of the one sender the turn answers; None when it answers several, or none
     # (a schedule, an ad-hoc session). The memory tools' user scope needs it.
     sender_id: str | None = None
+    # The run at the root of this delegation tree (a child agent's or compose node's
+    # ancestor turn); None when this run is itself the root. Shared findings are kept per root.
+    root_run_id: int | None = None
+
+    @property
+    def tree_run_id(self) -> int | None:
+        """The root run of the delegation tree this call belongs to."""
+        return self.root_run_id if self.root_run_id is not None else self.run_id
 
     def require_services(self, unavailable: str) -> HostServices:
         """The daemon's services; without them (a context outside the daemon) a
