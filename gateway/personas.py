@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway.budgets import DEFAULT_LIMITS, BudgetLimits
 from gateway.config import ConfigError, Settings, env_origins, load_env, substitute_env
 from gateway.config_errors import describe_validation, did_you_mean, model_ref_problem, read_yaml
 from gateway.labels import label_problem
@@ -56,6 +57,30 @@ class _PersonaShell(BaseModel):
     )
 
 
+class _PersonaBudgets(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_tool_rounds: int = Field(
+        DEFAULT_LIMITS.max_tool_rounds,
+        ge=1,
+        le=1000,
+        description="tool rounds per root run, its child agents included; then the run winds down",
+    )
+    max_children: int = Field(
+        DEFAULT_LIMITS.max_children, ge=0, le=100, description="child agents one root run may start"
+    )
+    max_tokens: int = Field(
+        DEFAULT_LIMITS.max_tokens,
+        ge=1000,
+        description="tokens in and out of every model call of a root run and its in-process children",
+    )
+    max_wall_seconds: float = Field(
+        DEFAULT_LIMITS.max_wall_seconds,
+        gt=0,
+        le=86_400,
+        description="seconds a root run may take before it winds down (agent.turn_timeout still cuts a turn)",
+    )
+
+
 class PersonaFile(BaseModel):
     """The schema of persona.yaml."""
 
@@ -81,6 +106,10 @@ class PersonaFile(BaseModel):
         None, ge=1, le=100, description="overrides agent.max_turns; null = that value"
     )
     max_tokens: int | None = Field(None, ge=16, description="overrides agent.max_tokens; null = that value")
+    budgets: _PersonaBudgets = Field(
+        default_factory=_PersonaBudgets,
+        description="limits of one root run; running out winds the run down with a message",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +132,7 @@ class Persona:
     shell_env: dict[str, str] = field(default_factory=dict)
     max_turns: int | None = None
     max_tokens: int | None = None
+    budgets: BudgetLimits = DEFAULT_LIMITS
 
     @property
     def model_ref(self) -> str:
@@ -234,4 +264,5 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         shell_env=dict(spec.shell.env),
         max_turns=spec.max_turns,
         max_tokens=spec.max_tokens,
+        budgets=BudgetLimits(**spec.budgets.model_dump()),
     )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway.errors import RefusedError
 
 if TYPE_CHECKING:
+    from gateway.budgets import RunBudget
     from gateway.config import Settings
     from gateway.delegation import Delegation
     from gateway.outbox_spool import FileSource
@@ -70,6 +71,10 @@ class ToolContext:
     # The run at the root of this delegation tree (a child agent's or compose node's
     # ancestor turn); None when this run is itself the root. Shared findings are kept per root.
     root_run_id: int | None = None
+    # The budgets of the root run this call belongs to (gateway.budgets): a tool that starts a
+    # child calls budget.admit_child() first and charges the child's model calls to it.
+    # None outside a budgeted run (an ad-hoc MCP session).
+    budget: RunBudget | None = None
 
     @property
     def tree_run_id(self) -> int | None:

@@ -34,6 +34,7 @@ from tools.audit import AuditEntry, AuditLog, summarize_args
 from tools.base import HostServices, HostTool, ToolContext
 
 if TYPE_CHECKING:
+    from gateway.budgets import RunBudget
     from gateway.config import Settings
     from gateway.personas import Persona
     from gateway.store.db import Database
@@ -63,6 +64,8 @@ class RunIdentity:
         secret (:obj:`str`): ``secrets.token_urlsafe(32)``; proves the identity over the socket.
         sender_id (:obj:`str` | :obj:`None`): The one sender the turn answers (the tools'
             :attr:`tools.base.ToolContext.sender_id`).
+        budget (:class:`gateway.budgets.RunBudget` | :obj:`None`): The root run's budgets,
+            shared with its children (the tools' :attr:`tools.base.ToolContext.budget`).
     """
 
     run_id: int
@@ -70,6 +73,7 @@ class RunIdentity:
     persona: str
     secret: str = field(repr=False)
     sender_id: str | None = field(default=None, repr=False)
+    budget: RunBudget | None = field(default=None, repr=False, compare=False)
 
     def environment(self, socket_path: Path | str) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this run."""
@@ -164,18 +168,22 @@ class Bridge:
         ttl: float | None = None,
         as_persona: Persona | None = None,
         sender_id: str | None = None,
+        budget: RunBudget | None = None,
     ) -> RunIdentity:
         """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
 
         ``as_persona`` is the persona as this run holds it when it differs from the loaded
-        one (a background session's profile without ``background_agent``).
+        one (a background session's profile without ``background_agent``); ``budget`` is the
+        root run's :class:`gateway.budgets.RunBudget`, which its tools see.
 
         Raises:
             :exc:`KeyError`: ``persona`` is not loaded.
         """
         if persona not in self.personas:
             raise KeyError(f"no persona named {persona!r}; loaded: {', '.join(self.personas) or '(none)'}")
-        identity = RunIdentity(run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES), sender_id)
+        identity = RunIdentity(
+            run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES), sender_id, budget
+        )
         expires = None if ttl is None else time.monotonic() + ttl
         self._runs[run_id] = _Registration(identity, expires, as_persona)
         return identity
@@ -317,6 +325,7 @@ class Bridge:
             services=self.services,
             run_id=identity.run_id,
             sender_id=identity.sender_id,
+            budget=identity.budget,
         )
         started = time.perf_counter()
         try:
