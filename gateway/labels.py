@@ -35,6 +35,7 @@ __all__ = [
     "granted_scopes",
     "label_problem",
     "may_list",
+    "narrow_labels",
     "parse_label",
 ]
 
@@ -63,6 +64,8 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "jobs.manage": None,
     "workspace.share": None,
     "runtime.inspect": None,
+    # Granted by the runtime to a child agent whose parent asked for progress_events.
+    "agent.progress": None,
 }
 # What each scope word of the workspace labels opens: ``thread`` the thread's workspace
 # (``/workspace``), ``persona`` that and the persona's shared workspace (``/shared``).
@@ -274,3 +277,38 @@ def check(labels: Iterable[str], tool: LabelledTool, args: Mapping[str, Any]) ->
 
 def _render(label: ParsedLabel) -> str:
     return label.prefix if label.scope is None else f"{label.prefix}:{label.scope}"
+
+
+def narrow_labels(held: Iterable[str], allowed: Iterable[str]) -> tuple[str, ...]:
+    """The labels of ``held`` that ``allowed`` also grants, each at the narrower scope of the two.
+
+    A child agent holds this of its parent's labels and its type's allowlist, so it never holds
+    a label its parent lacks: ``fs.read:persona`` and ``fs.read:thread`` give ``fs.read:thread``,
+    ``channel.send:*`` and ``channel.send:team`` give ``channel.send:team``.
+    """
+    grants = [g for g in (parse_label(a) for a in allowed) if g is not None]
+    out: list[str] = []
+    for label in held:
+        mine = parse_label(label)
+        if mine is None:
+            continue
+        for other in (g for g in grants if g.prefix == mine.prefix):
+            scope = _narrower(mine.prefix, mine.scope, other.scope)
+            if scope is not False:
+                rendered = _render(ParsedLabel(mine.prefix, scope))
+                if rendered not in out:
+                    out.append(rendered)
+    return tuple(out)
+
+
+def _narrower(prefix: str, a: str | None, b: str | None) -> str | None | bool:
+    """The narrower of two scopes of ``prefix``, or ``False`` when they share nothing."""
+    if a == b:
+        return a
+    expected = KNOWN_LABELS[prefix]
+    if expected == _NAMED:
+        if a == ANY:
+            return b
+        return a if b == ANY else False
+    words = _words(expected or "")
+    return a if words.index(a or "") < words.index(b or "") else b
