@@ -301,7 +301,7 @@ def narrow_labels(held: Iterable[str], allowed: Iterable[str]) -> tuple[str, ...
     return tuple(out)
 
 
-def _narrower(prefix: str, a: str | None, b: str | None) -> str | None | bool:
+def _narrower(prefix: str, a: str | None, b: str | None) -> str | bool | None:
     """The narrower of two scopes of ``prefix``, or ``False`` when they share nothing."""
     if a == b:
         return a
