@@ -177,7 +177,10 @@ class Delegation:
         working_directory: str | None,
         timeout_minutes: float | None,
         providers: Mapping[str, Any],
+        with_task: Callable[[sqlite3.Connection, str], None] | None = None,
     ) -> dict[str, Any]:
+        """Open a background task; ``with_task(conn, task_id)`` runs in the same transaction
+        (a child agent's ``child_jobs`` row, so the task never exists without it)."""
         profile = profile or persona
         if profile not in self.personas:
             raise DelegationError(f"no profile {profile!r}; call background_agent with action 'profiles'")
@@ -200,10 +203,16 @@ class Delegation:
             working_directory=str(workdir),
             timeout_seconds=minutes * 60,
         )
+
+        def open_background(conn: sqlite3.Connection) -> int:
+            limit = self.settings.background_concurrency
+            thread_id = tasks.open_task(conn, task, limit=limit, now=time.time())
+            if with_task is not None:
+                with_task(conn, task_id)
+            return thread_id
+
         try:
-            thread_id = await self.db.run_transaction(
-                tasks.open_task, task, limit=self.settings.background_concurrency, now=time.time()
-            )
+            thread_id = await self.db.run_transaction(open_background)
         except TaskLimitError as exc:
             raise DelegationError(
                 f"{exc.active} background tasks are already running (limit {exc.limit}); "
