@@ -71,6 +71,8 @@ class ToolContext:
     # The run at the root of this delegation tree (a child agent's or compose node's
     # ancestor turn); None when this run is itself the root. Shared findings are kept per root.
     root_run_id: int | None = None
+    # 0 for a turn; a child agent's nesting depth (agent and compose refuse past the limit).
+    depth: int = 0
     # The budgets of the root run this call belongs to (gateway.budgets): a tool that starts a
     # child calls budget.admit_child() first and charges the child's model calls to it.
     # None outside a budgeted run (an ad-hoc MCP session).

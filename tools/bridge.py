@@ -66,6 +66,9 @@ class RunIdentity:
             :attr:`tools.base.ToolContext.sender_id`).
         budget (:class:`gateway.budgets.RunBudget` | :obj:`None`): The root run's budgets,
             shared with its children (the tools' :attr:`tools.base.ToolContext.budget`).
+        depth (:obj:`int`): 0 for a turn or session; a child agent's nesting depth (its labels,
+            narrowed from its parent's, are the registration's persona).
+        root_run_id (:obj:`int` | :obj:`None`): A child's root run of its delegation tree.
     """
 
     run_id: int
@@ -74,6 +77,8 @@ class RunIdentity:
     secret: str = field(repr=False)
     sender_id: str | None = field(default=None, repr=False)
     budget: RunBudget | None = field(default=None, repr=False, compare=False)
+    depth: int = 0
+    root_run_id: int | None = None
 
     def environment(self, socket_path: Path | str) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this run."""
@@ -169,11 +174,14 @@ class Bridge:
         as_persona: Persona | None = None,
         sender_id: str | None = None,
         budget: RunBudget | None = None,
+        depth: int = 0,
+        root_run_id: int | None = None,
     ) -> RunIdentity:
         """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
 
         ``as_persona`` is the persona as this run holds it when it differs from the loaded
-        one (a background session's profile without ``background_agent``); ``budget`` is the
+        one (a background session's profile without ``background_agent``, a child agent's
+        narrowed labels: the bridge lists and allows only those); ``budget`` is the
         root run's :class:`gateway.budgets.RunBudget`, which its tools see.
 
         Raises:
@@ -182,7 +190,14 @@ class Bridge:
         if persona not in self.personas:
             raise KeyError(f"no persona named {persona!r}; loaded: {', '.join(self.personas) or '(none)'}")
         identity = RunIdentity(
-            run_id, thread_id, persona, secrets.token_urlsafe(SECRET_BYTES), sender_id, budget
+            run_id,
+            thread_id,
+            persona,
+            secrets.token_urlsafe(SECRET_BYTES),
+            sender_id,
+            budget,
+            depth,
+            root_run_id,
         )
         expires = None if ttl is None else time.monotonic() + ttl
         self._runs[run_id] = _Registration(identity, expires, as_persona)
@@ -326,6 +341,8 @@ class Bridge:
             run_id=identity.run_id,
             sender_id=identity.sender_id,
             budget=identity.budget,
+            root_run_id=identity.root_run_id,
+            depth=identity.depth,
         )
         started = time.perf_counter()
         try:
