@@ -210,6 +210,15 @@ class NetHttpSettings(_Strict):
     max_response_bytes: int = Field(1_000_000, ge=1, description="response bodies are cut at this size")
 
 
+class TracesSettings(_Strict):
+    content: bool = Field(
+        False,
+        description="also store prompts, tool arguments, tool results and model text in run traces "
+        "(off: only names, sizes, timings, tokens and error classes)",
+    )
+    retention_days: float = Field(30.0, gt=0, description="run traces older than this are deleted")
+
+
 class Settings(_Strict):
     data_dir: Path = Field(Path("data"), description="database, sockets and downloaded files (kept mode 700)")
     personas_dir: Path = Field(Path("personas"), description="one folder per persona (docs/personas.md)")
@@ -240,6 +249,7 @@ class Settings(_Strict):
         DelegationSettings(), description="persona_send and background agents"
     )
     subagents: SubagentSettings = Field(SubagentSettings(), description="sub-agents and thread summarization")
+    traces: TracesSettings = Field(TracesSettings(), description="run traces (`talon runs`, self-inspection)")
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
 

@@ -41,10 +41,12 @@ from tools.bridge_server import SOCKET_NAME, BridgeServer
 from tools.instruction_files import ToolInstructions
 
 if TYPE_CHECKING:
+    from gateway.budgets import RunBudget
     from gateway.delegation import Delegation
     from gateway.persona_mcp.manager import PersonaMcpManager
     from gateway.poster import ChannelPoster
     from gateway.subagents.runner import SubagentRunner
+    from gateway.tracing import RunTrace
 
 __all__ = ["SESSION_OP", "HostTools", "RunToolBox", "SessionError", "ToolServices"]
 
@@ -98,7 +100,13 @@ class RunToolBox:
 
     async def call(self, call: ToolCall) -> ToolOutcome:
         result = await self.bridge.call(self.identity, call.name, call.arguments)
-        return ToolOutcome(result.content, is_error=result.is_error, images=result.images)
+        return ToolOutcome(
+            result.content,
+            is_error=result.is_error,
+            images=result.images,
+            refused=result.refused,
+            error_class=result.error_class,
+        )
 
     def environment(self) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this turn."""
@@ -182,9 +190,17 @@ class HostTools:
     # ------------------------------------------------------------ TurnTools
 
     def toolbox(
-        self, persona: Persona, thread_id: int, run_id: int, *, sender_id: str | None = None
+        self,
+        persona: Persona,
+        thread_id: int,
+        run_id: int,
+        *,
+        sender_id: str | None = None,
+        budget: RunBudget | None = None,
+        trace: RunTrace | None = None,
     ) -> ToolBox:
-        """Register the turn's identity (answering ``sender_id``, if one) and return its tools."""
+        """Register the turn's identity (answering ``sender_id``, if one, under the root run's
+        ``budget`` and recording into its ``trace``) and return its tools."""
         identity = self.bridge.register(
             run_id,
             thread_id,
@@ -192,6 +208,8 @@ class HostTools:
             ttl=self.settings.agent.turn_timeout + _TURN_GRACE,
             as_persona=persona,
             sender_id=sender_id,
+            budget=budget,
+            trace=trace,
         )
         box = RunToolBox(self.bridge, identity, self.socket_path)
         if self.mcp is None or not persona.mcp_servers:

@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from connectors.base import Connector, ThreadKey
+from gateway.budgets import RunBudget
 from gateway.config import Settings
 from gateway.events import EventBus
 from gateway.logs import run_id_var, thread_id_var
@@ -43,6 +44,7 @@ from gateway.store.messages import MessageRow, add_message, platform_message_id,
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
+from gateway.tracing import RunTrace
 
 log = logging.getLogger("talon.turns")
 
@@ -79,7 +81,14 @@ class TurnTools(Protocol):
     """The plug-in point for tools: what a persona gets in a given turn."""
 
     def toolbox(
-        self, persona: Persona, thread_id: int, run_id: int, *, sender_id: str | None = None
+        self,
+        persona: Persona,
+        thread_id: int,
+        run_id: int,
+        *,
+        sender_id: str | None = None,
+        budget: RunBudget | None = None,
+        trace: RunTrace | None = None,
     ) -> ToolBox: ...
 
     def instructions(self, persona: Persona) -> Sequence[str]: ...
@@ -89,7 +98,14 @@ class TurnTools(Protocol):
 
 class NoTurnTools:
     def toolbox(
-        self, persona: Persona, thread_id: int, run_id: int, *, sender_id: str | None = None
+        self,
+        persona: Persona,
+        thread_id: int,
+        run_id: int,
+        *,
+        sender_id: str | None = None,
+        budget: RunBudget | None = None,
+        trace: RunTrace | None = None,
     ) -> ToolBox:
         return NoTools()
 
@@ -165,6 +181,7 @@ class TurnRunner(TurnHandler):
         self.hooks = list(hooks)
         self.summarizer = summarizer
         self._channels = [ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels]
+        self._traces: dict[int, RunTrace] = {}  # running turns' traces, written when they end
 
     async def _thread(self, thread_id: int) -> ThreadRow:
         row = await self.db.read(get_thread, thread_id)
@@ -208,6 +225,10 @@ class TurnRunner(TurnHandler):
         self.bus.publish(
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )
+        trace = self._traces[run_id] = RunTrace(
+            run_id, persona=persona.name, thread_id=batch.thread_id, content=self.settings.traces.content
+        )
+        trace.phase("turn_started", messages=len(batch.message_ids), kept=begun.kept is not None)
         if begun.kept is not None:
             log.info("committing the answer kept from an earlier attempt; the model is not called again")
             result, context_size = begun.kept, 0
@@ -216,6 +237,7 @@ class TurnRunner(TurnHandler):
         try:
             outbox_ids, next_row = await self._commit(batch, key, persona, run_id, result, begun.reply_to)
         except Exception as exc:
+            self._traces.pop(run_id, None)  # the attempt's trace went with its transaction
             raise await self._not_saved(batch, run_id, result, exc) from exc
         await self._announce(batch, thread, run_id, result, outbox_ids, next_row)
         if self.summarizer is not None and context_size > self.summarizer.threshold:
@@ -260,7 +282,15 @@ class TurnRunner(TurnHandler):
         return ReplyNotSavedError(error, reason=_not_saved_reason(exc))
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
-        await self.db.run_transaction(end_run, run_id, status, error, time.time())
+        trace = self._traces.pop(run_id, None)
+
+        def end(conn: sqlite3.Connection) -> None:
+            end_run(conn, run_id, status, error, time.time())
+            if trace is not None:
+                trace.phase("turn_ended", error_class=status, outcome=status)
+                trace.write(conn)
+
+        await self.db.run_transaction(end)
 
     async def _think(
         self,
@@ -300,15 +330,21 @@ class TurnRunner(TurnHandler):
         if not messages:
             return TurnResult(text=""), 0
         provider = self.providers[persona.provider]
+        trace = self._traces[run_id]
+        budget = RunBudget(persona.budgets)
         result = await run_agent(
             provider,
             model=persona.model,
             system=system,
             messages=_alternate(messages),
-            tools=self.tools.toolbox(persona, batch.thread_id, run_id, sender_id=sender_id),
+            tools=self.tools.toolbox(
+                persona, batch.thread_id, run_id, sender_id=sender_id, budget=budget, trace=trace
+            ),
             max_turns=persona.max_turns or self.settings.agent.max_turns,
             max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
             call_timeout=self.settings.agent.turn_timeout,
+            trace=trace,
+            budget=budget,
         )
         return result, context_size
 
@@ -329,6 +365,9 @@ class TurnRunner(TurnHandler):
         connector = self.connectors.get(key.channel)
         chunks = connector.render(result.text) if (connector and not silent) else []
         address = ThreadAddress(batch.thread_id, key)
+        trace = self._traces.pop(run_id, None)
+        if trace is not None:
+            trace.phase("turn_ended", outcome="completed", silent=bool(silent))
 
         def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
             now = time.time()
@@ -357,6 +396,8 @@ class TurnRunner(TurnHandler):
                 model_calls=result.model_calls,
                 now=now,
             )
+            if trace is not None:
+                trace.write(conn)
             return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
 
         return await self.db.run_transaction(commit)

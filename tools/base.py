@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gateway.personas import Persona
     from gateway.store.db import Database
     from gateway.subagents import SubagentRunner
+    from gateway.tracing import RunTrace
 
 
 class ToolError(RefusedError):
@@ -77,6 +78,9 @@ class ToolContext:
     # child calls budget.admit_child() first and charges the child's model calls to it.
     # None outside a budgeted run (an ad-hoc MCP session).
     budget: RunBudget | None = None
+    # The run's trace (gateway.tracing): a tool that starts a child records it there with
+    # trace.child_started()/child_ended(). None outside a traced run.
+    trace: RunTrace | None = None
 
     @property
     def tree_run_id(self) -> int | None:

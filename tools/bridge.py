@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from gateway.config import Settings
     from gateway.personas import Persona
     from gateway.store.db import Database
+    from gateway.tracing import RunTrace
 
 __all__ = ["Bridge", "BridgeAuthError", "CallResult", "RunIdentity"]
 
@@ -69,6 +70,8 @@ class RunIdentity:
         depth (:obj:`int`): 0 for a turn or session; a child agent's nesting depth (its labels,
             narrowed from its parent's, are the registration's persona).
         root_run_id (:obj:`int` | :obj:`None`): A child's root run of its delegation tree.
+        trace (:class:`gateway.tracing.RunTrace` | :obj:`None`): The run's trace (the tools'
+            :attr:`tools.base.ToolContext.trace`), where a child's start and end are recorded.
     """
 
     run_id: int
@@ -79,6 +82,7 @@ class RunIdentity:
     budget: RunBudget | None = field(default=None, repr=False, compare=False)
     depth: int = 0
     root_run_id: int | None = None
+    trace: RunTrace | None = field(default=None, repr=False, compare=False)
 
     def environment(self, socket_path: Path | str) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this run."""
@@ -110,6 +114,7 @@ class CallResult:
     refused: bool = False
     unknown_tool: bool = False
     images: tuple[ImageBlock, ...] = ()
+    error_class: str | None = None  # for traces: which of the failures below it was
 
 
 class BridgeAuthError(RefusedError):
@@ -176,6 +181,7 @@ class Bridge:
         budget: RunBudget | None = None,
         depth: int = 0,
         root_run_id: int | None = None,
+        trace: RunTrace | None = None,
     ) -> RunIdentity:
         """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
 
@@ -198,6 +204,7 @@ class Bridge:
             budget,
             depth,
             root_run_id,
+            trace,
         )
         expires = None if ttl is None else time.monotonic() + ttl
         self._runs[run_id] = _Registration(identity, expires, as_persona)
@@ -303,24 +310,33 @@ class Bridge:
         shown = name[:64] if isinstance(name, str) else None
         if persona is None or not self.active(identity):
             self._record(identity, shown, "refused", detail="the run is not active")
-            return CallResult("this run has ended; host tools are no longer available", True, refused=True)
+            return CallResult(
+                "this run has ended; host tools are no longer available", True, True, error_class="run_ended"
+            )
         if tool is None:
             names = ", ".join(t.mcp_name for t in self.tools_for(identity)) or "none"
             self._record(identity, shown, "refused", detail="unknown tool")
-            return CallResult(f"unknown tool {shown!r}; available: {names}", True, True, unknown_tool=True)
+            return CallResult(
+                f"unknown tool {shown!r}; available: {names}", True, True, True, error_class="unknown_tool"
+            )
         labels = persona.capabilities
         if not self._may_list(persona, tool):
             reason = check(labels, tool, {}).reason
             self._record(identity, tool.mcp_name, "refused", detail=reason)
-            return CallResult(reason, True, refused=True, unknown_tool=True)
+            return CallResult(reason, True, refused=True, unknown_tool=True, error_class="not_permitted")
         problem = self._checkers[tool.mcp_name].problem(args)
         if problem is not None:
             self._record(identity, tool.mcp_name, "refused", detail=f"invalid arguments: {problem}")
-            return CallResult(f"invalid arguments for {tool.mcp_name}: {problem}", True, refused=True)
+            return CallResult(
+                f"invalid arguments for {tool.mcp_name}: {problem}",
+                True,
+                refused=True,
+                error_class="invalid_arguments",
+            )
         decision = self._check(persona, tool, args)
         if not decision.allowed:
             self._record(identity, tool.mcp_name, "refused", detail=decision.reason)
-            return CallResult(decision.reason, True, refused=True)
+            return CallResult(decision.reason, True, refused=True, error_class="not_permitted")
         self._record(
             identity,
             tool.mcp_name,
@@ -341,6 +357,7 @@ class Bridge:
             run_id=identity.run_id,
             sender_id=identity.sender_id,
             budget=identity.budget,
+            trace=identity.trace,
             root_run_id=identity.root_run_id,
             depth=identity.depth,
         )
@@ -353,12 +370,13 @@ class Bridge:
         except RefusedError as exc:
             message = str(exc) or f"{tool.mcp_name} failed"
             self._record(identity, tool.mcp_name, "result", "error", message)
-            return CallResult(message, is_error=True)
+            return CallResult(message, is_error=True, error_class="tool_error")
         except TimeoutError:
             self._record(identity, tool.mcp_name, "result", "timeout", f"no result within {tool.timeout:g}s")
             return CallResult(
                 f"{tool.mcp_name} timed out after {tool.timeout:g}s; try a smaller request or try again later",
                 is_error=True,
+                error_class="timeout",
             )
         except asyncio.CancelledError:
             self._record(identity, tool.mcp_name, "result", "error", "canceled")
@@ -366,7 +384,7 @@ class Bridge:
         except Exception as exc:
             log.exception("host tool %s failed (run %s)", tool.mcp_name, identity.run_id)
             self._record(identity, tool.mcp_name, "result", "error", f"internal error: {type(exc).__name__}")
-            return CallResult(f"internal error in {tool.mcp_name}", is_error=True)
+            return CallResult(f"internal error in {tool.mcp_name}", is_error=True, error_class="internal")
         elapsed = (time.perf_counter() - started) * 1000
         shown = f"{elapsed:.1f} ms, {len(content)} chars" + (f", {len(images)} images" if images else "")
         self._record(identity, tool.mcp_name, "result", "ok", shown)

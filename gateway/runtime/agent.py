@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.runtime.model import (
     ChatMessage,
     ImageBlock,
     ModelProvider,
     ModelRequest,
+    ModelResponse,
     TextDelta,
     ToolCall,
     ToolResult,
     ToolSpec,
     Usage,
 )
+from gateway.tracing import NULL_TRACE, RunTrace
+
+if TYPE_CHECKING:
+    from gateway.budgets import BudgetLimit, RunBudget
 
 log = logging.getLogger("talon.agent")
 
@@ -28,6 +35,8 @@ class ToolOutcome:
     content: str
     is_error: bool = False
     images: tuple[ImageBlock, ...] = ()
+    refused: bool = False  # the tool never ran (not permitted, bad arguments, unknown tool)
+    error_class: str | None = None  # for traces: refused, invalid_arguments, timeout, tool_error, ...
 
 
 class ToolBox(Protocol):
@@ -65,23 +74,30 @@ async def run_agent(
     max_tokens: int,
     call_timeout: float,
     on_text: TextDelta | None = None,
+    trace: RunTrace = NULL_TRACE,
+    budget: RunBudget | None = None,
 ) -> TurnResult:
-    """Loop until the model answers without tool calls or ``max_turns`` model calls pass."""
+    """Loop until the model answers without tool calls or ``max_turns`` model calls pass.
+
+    Every model and tool call is recorded in ``trace``. When a budget of ``budget`` runs out,
+    the run winds down: one last model call, told which budget ran out, whose tool calls are
+    not run, and a reply that ends with the reason.
+    """
     history = list(messages)
     specs = tuple(tools.specs())
     result = TurnResult(text="")
     for _ in range(max_turns):
-        response = await provider.complete(
-            ModelRequest(model, system, tuple(history), specs, max_tokens, call_timeout), on_text
-        )
-        result.model_calls += 1
-        result.usage = result.usage + response.usage
+        request = ModelRequest(model, system, tuple(history), specs, max_tokens, call_timeout)
+        spent = budget.exhausted() if budget is not None else None
+        if budget is not None and spent is not None:
+            return await _wind_down(provider, request, on_text, trace, budget, spent, result)
+        response = await _model_call(provider, request, on_text, trace, budget, result)
         if not response.tool_calls:
             result.text = response.text.strip()
             return result
         history.append(ChatMessage("assistant", response.text, tool_calls=response.tool_calls))
         for call in response.tool_calls:
-            outcome = await tools.call(call)
+            outcome = await _tool_call(tools, call, trace)
             result.tool_calls.append(call.name)
             history.append(
                 ChatMessage(
@@ -92,8 +108,78 @@ async def run_agent(
                     images=outcome.images,
                 )
             )
+        if budget is not None:
+            budget.round_done()
     log.warning("turn stopped after %d model calls without a final answer", max_turns)
     result.text = f"I stopped after {max_turns} steps without finishing. Ask me to continue if you want me to keep going."
+    return result
+
+
+async def _model_call(
+    provider: ModelProvider,
+    request: ModelRequest,
+    on_text: TextDelta | None,
+    trace: RunTrace,
+    budget: RunBudget | None,
+    result: TurnResult,
+) -> ModelResponse:
+    """One model call, counted in ``result`` and ``budget`` and recorded in ``trace``."""
+    started = time.perf_counter()
+    response = await provider.complete(request, on_text)
+    trace.model_call(
+        model=request.model,
+        usage=response.usage,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        stop_reason=response.stop_reason,
+        tool_calls=len(response.tool_calls),
+        system=request.system if result.model_calls == 0 else None,
+        messages=request.messages,
+        text=response.text,
+    )
+    result.model_calls += 1
+    result.usage = result.usage + response.usage
+    if budget is not None:
+        budget.charge(response.usage)
+    return response
+
+
+async def _tool_call(tools: ToolBox, call: ToolCall, trace: RunTrace) -> ToolOutcome:
+    started = time.perf_counter()
+    outcome = await tools.call(call)
+    trace.tool_call(
+        name=call.name,
+        decision="refused" if outcome.refused else "allowed",
+        duration_ms=(time.perf_counter() - started) * 1000,
+        result_bytes=len(outcome.content.encode("utf-8", "surrogatepass")),
+        error_class=outcome.error_class or ("error" if outcome.is_error else None),
+        arguments=call.arguments,
+        result=outcome.content,
+    )
+    return outcome
+
+
+async def _wind_down(
+    provider: ModelProvider,
+    request: ModelRequest,
+    on_text: TextDelta | None,
+    trace: RunTrace,
+    budget: RunBudget,
+    spent: BudgetLimit,
+    result: TurnResult,
+) -> TurnResult:
+    """The last model call of a run whose budget ran out: its answer is the reply.
+
+    The tools stay declared (some APIs refuse a transcript with tool calls but no tool
+    definitions); the note says they are no longer run, and calls in this answer are not run.
+    """
+    log.warning(
+        "budget %s ran out (limit %g, used %g); winding the run down", spent.name, spent.limit, spent.used
+    )
+    trace.budget(spent, budget.snapshot())
+    request = dataclasses.replace(request, system=f"{request.system}\n\n{spent.system_note()}")
+    response = await _model_call(provider, request, on_text, trace, budget, result)
+    answer = response.text.strip()
+    result.text = f"{answer}\n\n{spent.user_notice()}" if answer else spent.user_notice()
     return result
 
 

@@ -30,6 +30,7 @@ from gateway.store import (
     schedules,
     state,
     threads,
+    traces,
 )
 from gateway.store.db import Database, open_database
 
@@ -54,6 +55,7 @@ class Backend:
     schedules: ModuleType
     state: ModuleType
     facts: ModuleType
+    traces: ModuleType
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
@@ -86,6 +88,7 @@ async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
             schedules,
             state,
             facts,
+            traces,
         )
     finally:
         await db.close()

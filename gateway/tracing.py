@@ -1,0 +1,257 @@
+"""Run traces: what a run did, buffered while it runs and written once when it ends.
+
+A :class:`RunTrace` is made per run by the turn runner and handed to the agent loop, which
+records every model call (model, tokens in/out, latency, stop reason) and tool call (name,
+decision, duration, result bytes, error class); the turn runner adds the phases (turn start,
+turn end and outcome) and the loop a ``budget`` event when a budget runs out. The events stay
+in memory and are written in the transaction that commits the turn (or records its failure),
+so tracing adds no write of its own to a turn. A crash mid-turn loses that turn's buffered
+events; the retried turn records its own.
+
+Content — the system prompt, the messages a model call sent, tool arguments and results,
+the model's text — is recorded only with ``traces.content: true`` in talon.yaml, each field
+cut at :data:`CONTENT_CHARS`; without it a trace holds names, sizes, timings, tokens and error
+classes only. A run keeps at most :data:`MAX_EVENTS` events; later ones are counted in a final
+``phase`` event ``events_dropped``.
+
+Children (for the code that starts child agents): the parent's trace is
+:attr:`tools.base.ToolContext.trace`. Call
+
+- ``trace.child_started(child_run_id, name=..., mode=...)`` when a child starts and
+  ``trace.child_ended(child_run_id, status=..., input_tokens=..., output_tokens=...,
+  error_class=...)`` when it ends: two ``child`` events in the parent's trace;
+- ``trace.child_trace(child_run_id, persona=..., thread_id=...)`` for the child's own trace
+  (its ``root_run_id`` is the parent's root), to pass to :func:`gateway.runtime.agent.run_agent`;
+  a child that ends with its parent's turn leaves its events in the same buffer; one that
+  outlives the turn (a background job) writes them with ``await child.flush(db)``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from gateway.store.traces import TraceEvent, add_events
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from gateway.budgets import BudgetLimit
+    from gateway.runtime.model import ChatMessage, Usage
+    from gateway.store.db import Database
+
+__all__ = ["CONTENT_CHARS", "MAX_EVENTS", "NULL_TRACE", "NullTrace", "RunTrace"]
+
+MAX_EVENTS = 2000  # per run: 100 model calls with a few tool calls each fit with room
+CONTENT_CHARS = 16_000  # per content field, when content is recorded
+_PROMPT_MESSAGES = 4  # the newest messages a model call's recorded prompt shows
+
+
+class RunTrace:
+    """The buffered trace of one run.
+
+    Args:
+        run_id (:obj:`int`): The ``runs`` row.
+        persona (:obj:`str`): Whose run it is (a persona sees only its own traces).
+        thread_id (:obj:`int` | :obj:`None`): The run's thread.
+        root_run_id (:obj:`int` | :obj:`None`): The root of its delegation tree; ``None`` for a root.
+        content (:obj:`bool`): Record content too (``traces.content``).
+        clock (Callable[[], :obj:`float`], optional): Unix seconds.
+    """
+
+    def __init__(
+        self,
+        run_id: int,
+        *,
+        persona: str,
+        thread_id: int | None,
+        root_run_id: int | None = None,
+        content: bool = False,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.run_id = run_id
+        self.persona = persona
+        self.thread_id = thread_id
+        self.root_run_id = root_run_id
+        self.content = content
+        self._clock = clock
+        self._events: list[TraceEvent] = []
+        self._seq = 0
+        self._dropped = 0
+
+    # ------------------------------------------------------------ recording
+
+    def model_call(
+        self,
+        *,
+        model: str,
+        usage: Usage,
+        latency_ms: float,
+        stop_reason: str,
+        tool_calls: int,
+        system: str | None = None,
+        messages: Sequence[ChatMessage] = (),
+        text: str = "",
+    ) -> None:
+        """One model call; ``system``, ``messages`` and ``text`` are kept only with content on."""
+        payload: dict[str, Any] = {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "stop_reason": stop_reason,
+            "tool_calls": tool_calls,
+        }
+        if self.content:
+            if system is not None:
+                payload["system"] = _cut(system)
+            payload["prompt"] = [
+                {"role": m.role, "content": _cut(m.content)} for m in messages[-_PROMPT_MESSAGES:]
+            ]
+            payload["text"] = _cut(text)
+        self._add("model_call", model, payload, duration_ms=latency_ms)
+
+    def tool_call(
+        self,
+        *,
+        name: str,
+        decision: str,
+        duration_ms: float,
+        result_bytes: int,
+        error_class: str | None,
+        arguments: dict[str, Any] | None = None,
+        result: str | None = None,
+    ) -> None:
+        """One tool call: ``decision`` allowed or refused; ``arguments`` and ``result`` are kept
+        only with content on."""
+        payload: dict[str, Any] = {"decision": decision, "result_bytes": result_bytes}
+        if self.content:
+            payload["arguments"] = _cut(json.dumps(arguments, ensure_ascii=False, default=str))
+            payload["result"] = _cut(result or "")
+        self._add("tool_call", name, payload, duration_ms=duration_ms, error_class=error_class)
+
+    def phase(self, name: str, error_class: str | None = None, **payload: Any) -> None:
+        """A phase of the run: ``turn_started``, ``turn_ended`` (``outcome=...``), ..."""
+        self._add("phase", name, payload, error_class=error_class)
+
+    def budget(self, limit: BudgetLimit, used: dict[str, float | int]) -> None:
+        """A budget ran out and the run winds down."""
+        self._add("budget", limit.name, {"limit": limit.limit, "used": used})
+
+    def child_started(self, child_run_id: int | None, *, name: str, mode: str = "foreground") -> None:
+        """A child agent (``name``: its agent type or persona) started as ``child_run_id``."""
+        self._add("child", name, {"event": "started", "child_run_id": child_run_id, "mode": mode})
+
+    def child_ended(
+        self,
+        child_run_id: int | None,
+        *,
+        name: str,
+        status: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        duration_ms: float | None = None,
+        error_class: str | None = None,
+    ) -> None:
+        """The child ``child_run_id`` ended with ``status`` (completed, failed, canceled...)."""
+        payload = {
+            "event": "ended",
+            "child_run_id": child_run_id,
+            "status": status,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+        }
+        self._add("child", name, payload, duration_ms=duration_ms, error_class=error_class)
+
+    def child_trace(self, child_run_id: int, *, persona: str, thread_id: int | None) -> RunTrace:
+        """The trace of a child run: same content setting, this run's root as its root, and
+        this trace's buffer, so it is written with the parent unless flushed first."""
+        child = RunTrace(
+            child_run_id,
+            persona=persona,
+            thread_id=thread_id,
+            root_run_id=self.root_run_id if self.root_run_id is not None else self.run_id,
+            content=self.content,
+            clock=self._clock,
+        )
+        child._events = self._events
+        return child
+
+    def _add(
+        self,
+        kind: str,
+        name: str | None,
+        payload: dict[str, Any],
+        *,
+        duration_ms: float | None = None,
+        error_class: str | None = None,
+    ) -> None:
+        if self._seq >= MAX_EVENTS:
+            self._dropped += 1
+            return
+        self._events.append(self._event(kind, name, payload, duration_ms, error_class))
+
+    def _event(
+        self,
+        kind: str,
+        name: str | None,
+        payload: dict[str, Any],
+        duration_ms: float | None = None,
+        error_class: str | None = None,
+    ) -> TraceEvent:
+        self._seq += 1
+        return TraceEvent(
+            self.run_id,
+            self.root_run_id,
+            self.thread_id,
+            self.persona,
+            self._seq,
+            kind,
+            name,
+            self._clock(),
+            None if duration_ms is None else round(duration_ms, 3),
+            error_class,
+            json.dumps(payload, ensure_ascii=False, default=str),
+        )
+
+    # ------------------------------------------------------------ writing
+
+    @property
+    def pending(self) -> int:
+        """Events buffered and not yet written."""
+        return len(self._events)
+
+    def write(self, conn: sqlite3.Connection) -> int:
+        """Write the buffered events inside the caller's transaction; returns how many."""
+        events = list(self._events)
+        self._events.clear()
+        if self._dropped:  # the one event past the cap: how many were left out
+            events.append(self._event("phase", "events_dropped", {"count": self._dropped}))
+            self._dropped = 0
+        return add_events(conn, events) if events else 0
+
+    async def flush(self, db: Database) -> int:
+        """Write the buffered events in a transaction of their own (a run outliving its turn)."""
+        if not self._events and not self._dropped:
+            return 0
+        return await db.run_transaction(self.write)
+
+
+class NullTrace(RunTrace):
+    """Records nothing: the default where no trace is kept."""
+
+    def __init__(self) -> None:
+        super().__init__(0, persona="", thread_id=None)
+
+    def _add(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def child_trace(self, child_run_id: int, *, persona: str, thread_id: int | None) -> RunTrace:
+        return self
+
+
+NULL_TRACE = NullTrace()
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CONTENT_CHARS else text[:CONTENT_CHARS] + f"… [{len(text)} chars]"
