@@ -14,6 +14,10 @@ cut at :data:`CONTENT_CHARS`; without it a trace holds names, sizes, timings, to
 classes only. A run keeps at most :data:`MAX_EVENTS` events; later ones are counted in a final
 ``phase`` event ``events_dropped``.
 
+Retention (``traces.retention_days``) is kept the way the store keeps expired state: each
+write also deletes up to :data:`PURGE_PER_WRITE` events older than the retention, so the sweep
+keeps pace with the runs that add events and costs an index seek when nothing is old.
+
 Children (for the code that starts child agents): the parent's trace is
 :attr:`tools.base.ToolContext.trace`. Call
 
@@ -33,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gateway.store.traces import TraceEvent, add_events
+from gateway.store.traces import TraceEvent, add_events, purge_before
 
 if TYPE_CHECKING:
     import sqlite3
@@ -42,10 +46,11 @@ if TYPE_CHECKING:
     from gateway.runtime.model import ChatMessage, Usage
     from gateway.store.db import Database
 
-__all__ = ["CONTENT_CHARS", "MAX_EVENTS", "NULL_TRACE", "NullTrace", "RunTrace"]
+__all__ = ["CONTENT_CHARS", "MAX_EVENTS", "NULL_TRACE", "PURGE_PER_WRITE", "NullTrace", "RunTrace"]
 
 MAX_EVENTS = 2000  # per run: 100 model calls with a few tool calls each fit with room
 CONTENT_CHARS = 16_000  # per content field, when content is recorded
+PURGE_PER_WRITE = 500  # old events one write deletes: more than a run adds, few enough to stay quick
 _PROMPT_MESSAGES = 4  # the newest messages a model call's recorded prompt shows
 
 
@@ -58,6 +63,8 @@ class RunTrace:
         thread_id (:obj:`int` | :obj:`None`): The run's thread.
         root_run_id (:obj:`int` | :obj:`None`): The root of its delegation tree; ``None`` for a root.
         content (:obj:`bool`): Record content too (``traces.content``).
+        retention_days (:obj:`float` | :obj:`None`): Each write deletes old events past this
+            age (``traces.retention_days``); ``None``: it deletes none.
         clock (Callable[[], :obj:`float`], optional): Unix seconds.
     """
 
@@ -69,6 +76,7 @@ class RunTrace:
         thread_id: int | None,
         root_run_id: int | None = None,
         content: bool = False,
+        retention_days: float | None = None,
         clock: Callable[[], float] = time.time,
     ):
         self.run_id = run_id
@@ -76,6 +84,7 @@ class RunTrace:
         self.thread_id = thread_id
         self.root_run_id = root_run_id
         self.content = content
+        self.retention_days = retention_days
         self._clock = clock
         self._events: list[TraceEvent] = []
         self._seq = 0
@@ -172,6 +181,7 @@ class RunTrace:
             thread_id=thread_id,
             root_run_id=self.root_run_id if self.root_run_id is not None else self.run_id,
             content=self.content,
+            retention_days=self.retention_days,
             clock=self._clock,
         )
         child._events = self._events
@@ -222,12 +232,15 @@ class RunTrace:
         return len(self._events)
 
     def write(self, conn: sqlite3.Connection) -> int:
-        """Write the buffered events inside the caller's transaction; returns how many."""
+        """Write the buffered events inside the caller's transaction (and sweep old ones);
+        returns how many were written."""
         events = list(self._events)
         self._events.clear()
         if self._dropped:  # the one event past the cap: how many were left out
             events.append(self._event("phase", "events_dropped", {"count": self._dropped}))
             self._dropped = 0
+        if self.retention_days is not None:
+            purge_before(conn, self._clock() - self.retention_days * 86_400, batch=PURGE_PER_WRITE)
         return add_events(conn, events) if events else 0
 
     async def flush(self, db: Database) -> int:

@@ -226,7 +226,11 @@ class TurnRunner(TurnHandler):
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )
         trace = self._traces[run_id] = RunTrace(
-            run_id, persona=persona.name, thread_id=batch.thread_id, content=self.settings.traces.content
+            run_id,
+            persona=persona.name,
+            thread_id=batch.thread_id,
+            content=self.settings.traces.content,
+            retention_days=self.settings.traces.retention_days,
         )
         trace.phase("turn_started", messages=len(batch.message_ids), kept=begun.kept is not None)
         if begun.kept is not None:
