@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from gateway.runtime.model import (
     ChatMessage,
@@ -45,6 +45,14 @@ class ToolBox(Protocol):
     def specs(self) -> Sequence[ToolSpec]: ...
 
     async def call(self, call: ToolCall) -> ToolOutcome: ...
+
+
+@runtime_checkable
+class Steered(Protocol):
+    """A toolbox whose run can be steered (a background child's): messages its parent sent,
+    which the model reads as user messages at the next tool-call boundary."""
+
+    async def steering(self, latest_text: str) -> Sequence[str]: ...
 
 
 class NoTools:
@@ -110,6 +118,8 @@ async def run_agent(
             )
         if budget is not None:
             budget.round_done()
+        if isinstance(tools, Steered):
+            history.extend(ChatMessage("user", text) for text in await tools.steering(response.text))
     log.warning("turn stopped after %d model calls without a final answer", max_turns)
     result.text = f"I stopped after {max_turns} steps without finishing. Ask me to continue if you want me to keep going."
     return result
