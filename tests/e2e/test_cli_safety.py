@@ -19,7 +19,16 @@ from tests.e2e.daemon import TALON, Daemon, talon, talon_env
 from tests.fakes.model_api import FakeOpenAI, Reply
 from tests.fakes.model_script import Error
 
-READ_ONLY = [["threads"], ["audit"], ["schedules"], ["status"], ["personas"], ["dead-letters"], ["logs"]]
+READ_ONLY = [
+    ["threads"],
+    ["audit"],
+    ["schedules"],
+    ["runs"],
+    ["status"],
+    ["personas"],
+    ["dead-letters"],
+    ["logs"],
+]
 
 
 def _tree(root: Path) -> list[str]:
@@ -54,7 +63,9 @@ async def test_read_only_commands_outside_a_bot_folder_say_what_to_do_and_create
     assert _tree(bot) == before
 
 
-@pytest.mark.parametrize("command", [["threads"], ["audit"], ["schedules"], ["dead-letters"]], ids=str)
+@pytest.mark.parametrize(
+    "command", [["threads"], ["audit"], ["schedules"], ["runs"], ["dead-letters"]], ids=str
+)
 async def test_without_a_database_they_say_so_and_create_no_data_dir(
     tmp_path: Path, command: list[str]
 ) -> None:
