@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.memory_query import And, Node, Not, Or, Query, QueryError, Term
+from gateway.store.procedures import procedure_tag
 
 __all__ = [
     "CATEGORIES",
@@ -257,14 +258,19 @@ def search(
     category: str | None = None,
     since: float | None = None,
     limit: int = 10,
+    procedures_of: str | None = None,
 ) -> list[SearchHit]:
     """The ``limit`` best matches of ``query`` in the memory of ``keys``, best first.
 
-    ``category`` keeps only facts of that category; ``since`` only rows created at or after it.
+    ``category`` keeps only facts of that category; ``since`` only rows created at or after it;
+    ``procedures_of`` (a persona) adds its procedures (:mod:`gateway.store.procedures`), found
+    in the ``persona`` scope with kind ``procedure`` and their name as ``key``.
     """
     if not keys:
         return []
-    scope_of = {k.tag: k.scope for k in keys}
+    scope_of: dict[str, Scope] = {k.tag: k.scope for k in keys}
+    if procedures_of is not None:
+        scope_of[procedure_tag(procedures_of)] = "persona"
     match = f"{_render(query.root)} AND tags : ({' OR '.join(scope_of)})"
     if category is not None:
         match += f" AND tags : c{category}"
@@ -296,7 +302,7 @@ def search(
         conn.set_progress_handler(None, 0)
     hits = []
     for kind, ref, tags, content, created, rank, cat, evidence, f_updated, key, i_updated in rows:
-        is_fact = key is None
+        is_fact = key is None and kind != "procedure"
         hits.append(
             SearchHit(
                 kind=kind,
@@ -318,10 +324,11 @@ def _ranked(conn: sqlite3.Connection, where: str, params: list[object], limit: i
     """The best ``limit`` index rows, ranked first and only then joined to their rows."""
     return conn.execute(
         "SELECT h.kind, h.ref, h.tags, h.content, h.created_at, h.rank, f.category, f.evidence, "
-        "f.updated_at, i.key, i.updated_at FROM "
+        "f.updated_at, COALESCE(i.key, p.name), COALESCE(i.updated_at, p.updated_at) FROM "
         f"(SELECT rowid, kind, ref, tags, content, created_at, rank FROM memory_fts WHERE {where} "
         "ORDER BY rank LIMIT ?) AS h "
-        "LEFT JOIN memory_facts AS f ON h.rowid % 2 = 1 AND f.id = h.ref "
-        "LEFT JOIN memory_items AS i ON h.rowid % 2 = 0 AND i.id = h.ref ORDER BY h.rank",
+        "LEFT JOIN memory_facts AS f ON h.rowid > 0 AND h.rowid % 2 = 1 AND f.id = h.ref "
+        "LEFT JOIN memory_items AS i ON h.rowid > 0 AND h.rowid % 2 = 0 AND i.id = h.ref "
+        "LEFT JOIN procedures AS p ON h.rowid < 0 AND p.id = h.ref ORDER BY h.rank",
         (*params, limit),
     ).fetchall()

@@ -44,13 +44,17 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         category=category(args.get("category"), required=False),
         since=since(args.get("since"), ctx),
         limit=limit,
+        procedures_of=ctx.persona.name if scope in (None, "persona") else None,
     )
     return {"results": [_shown(hit, ctx) for hit in hits], "scopes": [k.scope for k in chosen]}
 
 
 def _shown(hit: SearchHit, ctx: ToolContext) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": hit.id} if hit.id is not None else {"key": hit.key}
-    out["kind"] = hit.kind if hit.id is not None else f"memory_access {hit.kind}"
+    if hit.kind == "procedure":  # procedure_write's; the skill tool runs it once approved
+        out: dict[str, Any] = {"procedure": hit.key, "kind": "procedure"}
+    else:
+        out = {"id": hit.id} if hit.id is not None else {"key": hit.key}
+        out["kind"] = hit.kind if hit.id is not None else f"memory_access {hit.kind}"
     out["scope"] = hit.scope
     if hit.category:
         out["category"] = hit.category
@@ -72,7 +76,7 @@ TOOL = HostTool(
     prefix="memory.access",
     description=(
         "Search your memory, best matches first (bm25): facts saved with memory_update and the notes, "
-        "facts and summaries of memory_access. Query syntax (SQLite FTS5): words (all must match), "
+        "facts and summaries of memory_access, and your procedures (procedure_write). Query syntax (SQLite FTS5): words (all must match), "
         '"exact phrase", prefix*, AND, OR, NOT (binary: apples NOT pears), parentheses. Searches every '
         "scope your labels open (this conversation; the person you are answering; everyone's) unless "
         "scope names one. Long items are cut to 1000 characters: read a memory_access item whole by its key."
