@@ -200,6 +200,10 @@ class DelegationSettings(_Strict):
     await_timeout: float = Field(300.0, gt=0, le=1800, description="seconds persona_send await_reply waits")
     background_concurrency: int = Field(3, ge=1, description="background agent tasks running at once")
     background_timeout_minutes: float = Field(30.0, ge=15, description="default for timeoutMinutes")
+    max_child_depth: int = Field(
+        2, ge=1, le=8, description="nesting of child agents (agent, compose); a child at it cannot dispatch"
+    )
+    compose_parallel: int = Field(4, ge=1, le=20, description="compose nodes that run at once")
 
 
 class NetHttpSettings(_Strict):

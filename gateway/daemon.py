@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from connectors.base import Connector
 from connectors.console import ConsoleConnector
 from gateway.channel_supervisor import ChannelSupervisor
+from gateway.children.service import Children
 from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, Settings
 from gateway.control import SOCKET_NAME, ControlServer
@@ -136,7 +137,8 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         park=lambda: queue.parked(),
         cancel_turn=lambda thread_id: queue.cancel(thread_id),
     )
-    tool_services = ToolServices(poster, delegation, subagents)
+    children = Children(db=db, settings=settings, providers=providers, delegation=delegation)
+    tool_services = ToolServices(poster, delegation, subagents, children)
     host_tools = HostTools(
         db=db,
         settings=settings,
@@ -146,6 +148,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         mcp=persona_mcp,
         on_stop=[readonly.close_readonly_connections],
     )
+    children.attach(host_tools)
     turns = TurnRunner(
         db=db,
         settings=settings,
@@ -157,7 +160,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bus=bus,
         tools=host_tools,
         schedule_results=partial(record_result, db),
-        hooks=[delegation],
+        hooks=[delegation, children],
         summarizer=summarizer,
     )
     queue = TurnQueue(db, settings.queue, turns)

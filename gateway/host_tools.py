@@ -21,10 +21,12 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from connectors.base import ThreadKey
+from gateway.children.steering import SteeredToolBox
 from gateway.config import Settings
 from gateway.control import Reply
 from gateway.errors import RefusedError
@@ -42,6 +44,7 @@ from tools.instruction_files import ToolInstructions
 
 if TYPE_CHECKING:
     from gateway.budgets import RunBudget
+    from gateway.children.service import Children
     from gateway.delegation import Delegation
     from gateway.persona_mcp.manager import PersonaMcpManager
     from gateway.poster import ChannelPoster
@@ -68,12 +71,13 @@ class SessionError(RefusedError):
 @dataclass(frozen=True, slots=True)
 class ToolServices:
     """What host tools may ask of the daemon (:class:`tools.base.HostServices`): posting into
-    a channel, the delegation service the persona tools reach and the sub-agent runner
-    ``subagent_invoke`` reaches."""
+    a channel, the delegation service the persona tools reach, the sub-agent runner
+    ``subagent_invoke`` reaches and the child-agent service of ``agent`` and ``compose``."""
 
     poster: ChannelPoster
     delegation: Delegation
     subagents: SubagentRunner
+    children: Children
 
     async def send_to_channel(self, **kwargs: Any) -> dict[str, Any]:
         return await self.poster.send_to_channel(**kwargs)
@@ -198,9 +202,20 @@ class HostTools:
         sender_id: str | None = None,
         budget: RunBudget | None = None,
         trace: RunTrace | None = None,
+        depth: int = 0,
+        root_run_id: int | None = None,
     ) -> ToolBox:
         """Register the turn's identity (answering ``sender_id``, if one, under the root run's
-        ``budget`` and recording into its ``trace``) and return its tools."""
+        ``budget`` and recording into its ``trace``) and return its tools.
+
+        A child agent's identity carries its ``depth`` and ``root_run_id``; a background
+        child's turn (on its own thread) gets them from the child service, and its toolbox
+        takes the steering messages sent to it at each tool-call boundary."""
+        services = self.bridge.services
+        children = services.children if services is not None else None
+        lineage = children.lineage_of(thread_id) if children is not None and depth == 0 else None
+        if lineage is not None:
+            depth, root_run_id = lineage.depth, lineage.root_run_id
         identity = self.bridge.register(
             run_id,
             thread_id,
@@ -210,13 +225,18 @@ class HostTools:
             sender_id=sender_id,
             budget=budget,
             trace=trace,
+            depth=depth,
+            root_run_id=root_run_id,
         )
         box = RunToolBox(self.bridge, identity, self.socket_path)
-        if self.mcp is None or not persona.mcp_servers:
-            return box
-        from gateway.persona_mcp.toolbox import ComposedToolBox  # the mcp client loads only when used
+        tools: ToolBox = box
+        if self.mcp is not None and persona.mcp_servers:
+            from gateway.persona_mcp.toolbox import ComposedToolBox  # the mcp client loads only when used
 
-        return ComposedToolBox(box, self.mcp, persona, self.mcp.cached_specs(persona))
+            tools = ComposedToolBox(box, self.mcp, persona, self.mcp.cached_specs(persona))
+        if lineage is not None and children is not None:
+            tools = SteeredToolBox(tools, partial(children.steering, thread_id))
+        return tools
 
     def instructions(self, persona: Persona) -> Sequence[str]:
         """Instruction texts of the tools ``persona`` may use, each once."""

@@ -17,6 +17,7 @@ from gateway.errors import RefusedError
 
 if TYPE_CHECKING:
     from gateway.budgets import RunBudget
+    from gateway.children.service import Children
     from gateway.config import Settings
     from gateway.delegation import Delegation
     from gateway.outbox_spool import FileSource
@@ -40,6 +41,10 @@ class HostServices(Protocol):
     @property
     def subagents(self) -> SubagentRunner:
         """The sub-agent runner behind ``subagent_invoke``."""
+
+    @property
+    def children(self) -> Children:
+        """The child-agent service behind ``agent``, ``compose`` and the background-job tools."""
 
     async def send_to_channel(
         self,

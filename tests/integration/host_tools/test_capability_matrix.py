@@ -47,6 +47,12 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "state_put": {"namespace": "matrix", "key": "k", "value": {"n": 1}},
     "state_cas": {"namespace": "matrix", "key": "k", "expected_version": 0, "value": 1},
     "state_delete": {"namespace": "matrix", "key": "k"},
+    "agent": {"prompt": "hello", "model": "nosuch:model"},
+    "compose": {"nodes": [{"id": "a", "prompt": "hello", "model": "nosuch:model"}]},
+    "cancel_background_job": {"jobId": "no-such-job", "reason": "matrix"},
+    "get_background_job_health": {"jobId": "no-such-job"},
+    "send_message_to_agent": {"jobId": "no-such-job", "message": "hello"},
+    "emit_progress": {"message": "hello"},
 }
 TOOLS = registry.all_tools()
 

@@ -1,0 +1,181 @@
+"""``agent`` in the foreground through real turns: the fake model scripts the parent's tool
+calls and answers the child, each routed by its first user message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.fakes.model_api import Call, FakeAnthropic, Reply
+from tests.harness import provider_for, running_gateway, say, write_config
+from tests.integration.children.support import calls_then, last_result, of, parsed, routed, tool_names
+from tests.store_helpers import fetch_row, fetch_rows
+
+PARENT = ["agent.dispatch", "fs.read:persona", "fs.write:thread", "git.read", "jobs.manage"]
+
+
+def config(tmp_path: Path, fake: FakeAnthropic, capabilities: list[str] = PARENT, **extra: Any) -> Path:
+    personas = {
+        "assistant": {"capabilities": capabilities},
+        "checker": {
+            "capabilities": ["git.read", "memory.access:persona"],
+            "system": "# Checker\n\nYou check.",
+        },
+    }
+    return write_config(tmp_path, provider=provider_for(fake), personas=personas, extra=extra)
+
+
+async def test_a_foreground_child_answers_on_the_model_asked_for_and_the_parent_gets_its_result(
+    tmp_path: Path,
+) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD count the files", "model": "fake:small-model"}),
+                final=last_result,
+            ),
+            CHILD=lambda body: Reply(text="there are 3 files", input_tokens=11, output_tokens=5),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+        db = gw.components.db
+        child_run = await fetch_row(db, "SELECT * FROM child_runs")
+        parent_run = await fetch_row(
+            db, "SELECT id FROM runs WHERE id != ? ORDER BY id LIMIT 1", (child_run["run_id"],)
+        )
+    result = parsed(turn.text)
+    assert result["result"] == "there are 3 files"
+    assert result["usage"] == {"input_tokens": 11, "output_tokens": 5, "model_calls": 1}
+    assert result["runId"] == child_run["run_id"]
+    assert child_run["root_run_id"] == parent_run["id"] and child_run["depth"] == 1
+    (child_request,) = of(fake.requests, "CHILD")
+    assert child_request["model"] == "small-model"
+
+
+async def test_an_unknown_model_is_an_error_naming_the_configured_providers_and_no_child_runs(
+    tmp_path: Path,
+) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(Call("agent", {"prompt": "CHILD x", "model": "cloud:big"}), final=last_result),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+        rows = await fetch_rows(gw.components.db, "SELECT * FROM child_runs")
+    assert turn.text.startswith("ERROR ")
+    assert "'cloud:big' is not configured" in turn.text and "(fake)" in turn.text
+    assert rows == [] and of(fake.requests, "CHILD") == []
+
+
+async def test_a_child_at_the_depth_limit_is_not_offered_agent_and_a_direct_call_is_refused(
+    tmp_path: Path,
+) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(Call("agent", {"prompt": "CHILD1 delegate"}), final=last_result),
+            CHILD1=calls_then(Call("agent", {"prompt": "CHILD2 deeper"}), final=last_result),
+            CHILD2=calls_then(Call("agent", {"prompt": "CHILD3 deepest"}), final=last_result),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+        depths = [r["depth"] for r in await fetch_rows(gw.components.db, "SELECT depth FROM child_runs")]
+    assert "agent" in tool_names(of(fake.requests, "CHILD1")[0])
+    assert "agent" not in tool_names(of(fake.requests, "CHILD2")[0])
+    assert of(fake.requests, "CHILD3") == []
+    assert sorted(depths) == [1, 2]
+    # The depth-2 child's direct call was refused by the bridge; its refusal went up as its answer.
+    assert "agent needs the capability 'agent.dispatch'" in turn.text
+
+
+async def test_a_child_asked_to_call_a_tool_its_parent_lacks_is_refused_by_the_bridge(tmp_path: Path) -> None:
+    # The checker profile allows memory.access, which the parent does not hold.
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD remember", "agent_type": "checker"}), final=last_result
+            ),
+            CHILD=calls_then(Call("memory_access", {"operation": "list"}), final=last_result),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+        audit = await fetch_rows(
+            gw.components.db, "SELECT decision, detail FROM audit_log WHERE tool = 'memory_access'"
+        )
+    child_request = of(fake.requests, "CHILD")[0]
+    assert tool_names(child_request) == {"git_read"}  # parent ∩ checker's allowlist
+    assert (
+        "You check." in child_request["system"][0]["text"]
+        if isinstance(child_request["system"], list)
+        else "You check." in child_request["system"]
+    )
+    assert parsed(turn.text)["result"].startswith("ERROR memory_access needs the capability")
+    assert [r["decision"] for r in audit] == ["refused"]
+
+
+async def test_roots_outside_the_callers_workspaces_are_refused_with_the_roots_named(tmp_path: Path) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD a", "readRoots": ["/etc"]}),
+                Call("agent", {"prompt": "CHILD b", "writeRoots": ["/shared/out"]}),
+                Call("agent", {"prompt": "CHILD c", "cwd": "/workspace/../../x"}),
+                final=lambda results: "\n".join(t for _, t in results),
+            ),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+    first, second, third = turn.text.split("\n")
+    assert "readRoots[0] '/etc' is outside the workspaces this agent may use: /shared and /workspace" in first
+    assert "writeRoots[0] '/shared/out' is outside the workspaces this agent may use: /workspace" in second
+    assert "contains '..'" in third
+    assert of(fake.requests, "CHILD") == []
+
+
+async def test_write_roots_in_workspace_narrow_the_childs_file_labels(tmp_path: Path) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD write", "writeRoots": ["/workspace/out"]}),
+                final=last_result,
+            ),
+            CHILD=calls_then(Call("read_file", {"file_path": "/shared/secret.txt"}), final=last_result),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+    child_request = of(fake.requests, "CHILD")[0]
+    assert {"read_file", "write_file"} <= tool_names(child_request)
+    assert (
+        "[write roots: /workspace/out]" in child_request["messages"][0]["content"][0]["text"]
+        if isinstance(child_request["messages"][0]["content"], list)
+        else "[write roots: /workspace/out]" in child_request["messages"][0]["content"]
+    )
+    # fs.read:persona narrowed to fs.read:thread: /shared is refused.
+    assert "in a root this persona's labels do not open" in parsed(turn.text)["result"]
+
+
+async def test_max_tool_use_iterations_winds_the_child_down_with_a_last_answer(tmp_path: Path) -> None:
+    def busy(body: dict[str, Any]) -> Reply:
+        if "[budget]" in str(body.get("system")):
+            return Reply(text="partial answer")
+        return Reply(tool_calls=[Call("git_read", {"subcommand": "status"})])
+
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD loop", "max_tool_use_iterations": 2}), final=last_result
+            ),
+            CHILD=busy,
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+    result = parsed(turn.text)
+    assert result["result"].startswith("partial answer")
+    assert result["toolCalls"] == ["git_read", "git_read"]
+    assert len(of(fake.requests, "CHILD")) == 3
