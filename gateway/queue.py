@@ -10,6 +10,10 @@ a :class:`~gateway.errors.TransientError` such as a reply that could not be save
 database) is retried with backoff up to ``max_attempts``. Any other exception is a bug in
 turn code: it is tried once more, in case it was a race, then dead-lettered as an internal
 error, its traceback logged once.
+
+An item other than a message may carry its own retry policy in its payload (``retry``:
+``max_attempts``, ``delay`` and ``max_delay`` in seconds, the delay doubling per attempt), as a
+schedule's does; ``on_retry`` hears of each retry that policy grants.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
+from gateway.backoff import Backoff
 from gateway.config import QueueSettings
 from gateway.errors import TransientError
 from gateway.runtime.model import ProviderError
@@ -86,11 +91,17 @@ def keep_run_in(conn: sqlite3.Connection, batch: Batch, run_id: int) -> None:
     keep_run(conn, batch.ids, run_id)
 
 
+OnRetry = Callable[[Batch, str, float], Awaitable[None]]
+
+
 class TurnQueue:
-    def __init__(self, db: Database, settings: QueueSettings, handler: TurnHandler):
+    def __init__(
+        self, db: Database, settings: QueueSettings, handler: TurnHandler, *, on_retry: OnRetry | None = None
+    ):
         self.db = db
         self.settings = settings
         self.handler = handler
+        self._on_retry = on_retry
         self._ready: dict[int, None] = {}  # insertion-ordered set of threads with work
         self._running: dict[int, asyncio.Task[None]] = {}
         self._timers: dict[int, asyncio.TimerHandle] = {}
@@ -315,17 +326,23 @@ class TurnQueue:
         transient: bool,
         retry_after: float | None = None,
     ) -> None:
-        if transient and batch.attempts < self.settings.max_attempts:
-            delay = retry_after or self.settings.backoff.delay(batch.attempts)
+        max_attempts, backoff = _retry_policy(batch, self.settings)
+        if transient and batch.attempts < max_attempts:
+            delay = retry_after or backoff.delay(batch.attempts)
             log.warning(
                 "turn on thread %s failed (attempt %d/%d), retrying in %.1fs: %s",
                 batch.thread_id,
                 batch.attempts,
-                self.settings.max_attempts,
+                max_attempts,
                 delay,
                 error,
             )
             await self._release(batch, delay=delay, error=error)
+            if self._on_retry is not None:
+                try:
+                    await self._on_retry(batch, error, delay)
+                except Exception:  # a listener's failure must not lose the retry
+                    log.exception("on_retry failed for thread %s", batch.thread_id)
             self._notify_at(batch.thread_id, delay)
             return
         log.error("turn on thread %s failed for good, dead-lettered: %s", batch.thread_id, error)
@@ -340,6 +357,19 @@ class TurnQueue:
 
     async def _end(self, batch: Batch, status: str, error: str) -> None:
         await self.db.run_transaction(end_items, batch.ids, status, error, time.time())
+
+
+def _retry_policy(batch: Batch, settings: QueueSettings) -> tuple[int, Backoff]:
+    """Attempts and delays for ``batch``: its one item's own ``retry`` policy, else the queue's."""
+    policy = batch.items[0].payload.get("retry") if len(batch.items) == 1 else None
+    if not isinstance(policy, dict):
+        return settings.max_attempts, settings.backoff
+    try:
+        base = float(policy["delay"])
+        return int(policy["max_attempts"]), Backoff(base, max(base, float(policy["max_delay"])), jitter=0)
+    except (KeyError, TypeError, ValueError):
+        log.warning("ignoring a malformed retry policy on queue item %s", batch.items[0].id)
+        return settings.max_attempts, settings.backoff
 
 
 def _database_busy(exc: Exception) -> bool:

@@ -8,6 +8,13 @@ the schedule inside its transaction and only the first sees it still due.
 Missed occurrences (the daemon was stopped) are handled by :mod:`gateway.scheduling.due`:
 the latest one is fired if it is within the grace window, the rest are recorded as one
 ``skipped`` row. DST behaviour is described in :mod:`gateway.scheduling.cron`.
+
+An agent schedule's queue item carries its retry policy (``max_attempts``, a delay doubling
+from ``retry_delay_ms`` up to 5 minutes), which the queue applies to transient failures. A
+shell schedule is not queued: the scheduler runs its command (through the wired
+:class:`~gateway.scheduling.outcomes.ShellRunner`) right after the firing transaction, once;
+a command a stop interrupted is recorded as failed at the next start, never run again. A
+schedule past its ``expires_at`` is disabled before anything fires.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.scheduling.cron import ScheduleError, iso
 from gateway.scheduling.cron import next_run as _next_run
 from gateway.scheduling.due import DuePlan, plan_cron, plan_once
+from gateway.scheduling.outcomes import ScheduleNotifier, ShellOutcome, ShellRunner, tail
 from gateway.store import schedules
 from gateway.store.db import Database
 from gateway.store.queue import enqueue_task
@@ -39,7 +47,8 @@ log = logging.getLogger("talon.scheduler")
 _RUNNING: weakref.WeakSet[Scheduler] = weakref.WeakSet()
 _ERROR_BACKOFF = 1.0
 _MIN_SLEEP = 0.01
-RESULT_STATUSES = frozenset({"completed", "failed", "canceled"})
+RESULT_STATUSES = frozenset({"completed", "failed", "canceled", "retrying"})
+RETRY_DELAY_CAP = 300.0
 
 
 async def record_result(
@@ -51,8 +60,10 @@ async def record_result(
     already been recorded, the schedule's ``last_status``. Returns False when the
     occurrence is unknown (for example, the schedule was deleted meanwhile).
 
+    ``retrying``: the attempt failed for a transient reason and the queue tries again.
+
     Raises:
-        ValueError: ``status`` is not one of completed, failed, canceled.
+        ValueError: ``status`` is not one of completed, failed, canceled, retrying.
     """
     if status not in RESULT_STATUSES:
         raise ValueError(f"status must be one of {', '.join(sorted(RESULT_STATUSES))}, not {status!r}")
@@ -88,11 +99,15 @@ async def list_schedules(db: Database) -> list[dict[str, Any]]:
     ]
 
 
-def schedules_changed(db: Database) -> None:
-    """Tell every scheduler serving ``db`` that schedules changed, so it recomputes its sleep."""
+def schedules_changed(db: Database) -> bool:
+    """Tell every scheduler serving ``db`` that schedules changed, so it recomputes its sleep.
+    Returns whether a running scheduler was told."""
+    told = False
     for scheduler in list(_RUNNING):
-        if scheduler.db is db:
+        if scheduler.db is db and scheduler.running:
             scheduler.wake()
+            told = True
+    return told
 
 
 class Scheduler:
@@ -107,6 +122,8 @@ class Scheduler:
         personas: persona name -> :class:`~gateway.personas.Persona`, to read ``promptFile``
             aliases at fire time. Without it, schedules using a prompt file fail their runs.
         max_sleep: the longest :meth:`run` sleeps before looking at the table again.
+        shell: runs a shell schedule's command; without it such runs fail.
+        notifier: posts a shell run's notification (agent runs: :class:`ScheduleHook`).
     """
 
     def __init__(
@@ -119,6 +136,8 @@ class Scheduler:
         on_enqueued: Callable[[int], None] = lambda thread_id: None,
         personas: Mapping[str, Persona] | None = None,
         max_sleep: float = 30.0,
+        shell: ShellRunner | None = None,
+        notifier: ScheduleNotifier | None = None,
     ) -> None:
         self.db = db
         self.default_timezone = default_timezone
@@ -128,6 +147,10 @@ class Scheduler:
         self._on_enqueued = on_enqueued
         self._personas = personas
         self._wake = asyncio.Event()
+        self._shell = shell
+        self._notifier = notifier
+        self._shell_runs: set[asyncio.Task[None]] = set()
+        self.running = False
         _RUNNING.add(self)
 
     @staticmethod
@@ -146,6 +169,8 @@ class Scheduler:
     async def tick(self) -> int:
         """Fire everything due now. Returns how many occurrences were enqueued."""
         now = self._clock()
+        for schedule_id in await self.db.run_transaction(schedules.expire_due, now):
+            log.info("schedule %s expired and is disabled", schedule_id)
         await self._fill_missing_next_runs(now)
         due = await self.db.read(schedules.due_schedules, now)
         fired = 0
@@ -164,17 +189,28 @@ class Scheduler:
         return fired
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Tick, then sleep until the next due time (at most ``max_sleep``), until ``stop`` is set."""
-        while not stop.is_set():
-            self._wake.clear()
-            delay = _MIN_SLEEP
-            try:
-                await self.tick()
-                delay = await self._seconds_until_due()
-            except Exception:  # the loop must outlive a bad row or a locked database
-                log.exception("scheduler tick failed")
-                delay = _ERROR_BACKOFF
-            await _wait_any(stop, self._wake, timeout=delay)
+        """Tick, then sleep until the next due time (at most ``max_sleep``), until ``stop`` is set.
+        Shell commands still running then are stopped (and recorded as failed)."""
+        interrupted = await self.db.run_transaction(schedules.interrupt_shell_runs, self._clock())
+        if interrupted:
+            log.warning("%d shell schedule run(s) were cut short by a stop; recorded as failed", interrupted)
+        self.running = True
+        try:
+            while not stop.is_set():
+                self._wake.clear()
+                delay = _MIN_SLEEP
+                try:
+                    await self.tick()
+                    delay = await self._seconds_until_due()
+                except Exception:  # the loop must outlive a bad row or a locked database
+                    log.exception("scheduler tick failed")
+                    delay = _ERROR_BACKOFF
+                await _wait_any(stop, self._wake, timeout=delay)
+        finally:
+            self.running = False
+            for task in list(self._shell_runs):
+                task.cancel()
+            await asyncio.gather(*self._shell_runs, return_exceptions=True)
 
     async def _seconds_until_due(self) -> float:
         due_at = await self.db.read(schedules.next_due_at)
@@ -210,8 +246,12 @@ class Scheduler:
         tz = row.timezone or self.default_timezone
         broken: str | None = None
         try:
-            if row.cron_expr:
+            if row.cron_expr and row.run_at is None:
                 plan = plan_cron(row.cron_expr, tz, due_at, now, self.grace_seconds)
+                if plan.next_at is not None and row.expires_at is not None and plan.next_at >= row.expires_at:
+                    plan = DuePlan(
+                        plan.fire_at, plan.skipped, plan.skipped_is_lower_bound, plan.last_skipped_at, None
+                    )
             else:
                 plan = plan_once(due_at, now, self.grace_seconds)
         except ScheduleError as exc:
@@ -243,7 +283,50 @@ class Scheduler:
             return None
         if plan.skipped:
             log.info("schedule %s: %s", schedule_id, plan.skip_note())
+        if enqueued and row.executor == "shell" and plan.fire_at is not None:
+            task = asyncio.create_task(self._run_shell(row, plan.fire_at), name=f"schedule-{schedule_id}")
+            self._shell_runs.add(task)
+            task.add_done_callback(self._shell_runs.discard)
+            return None
         return row.thread_id if enqueued else None
+
+    async def _run_shell(self, row: ScheduleRow, due_at: float) -> None:
+        """Run a shell schedule's command once and record how it ended."""
+        try:
+            if self._shell is None:
+                outcome = ShellOutcome(None, 0, "", "shell schedules are not available in this process")
+            else:
+                outcome = await self._shell(row)
+        except asyncio.CancelledError:
+            outcome = ShellOutcome(None, 0, "", "stopped: the daemon shut down while the command ran")
+            await self._shell_result(row, due_at, outcome)
+            raise
+        except Exception as exc:  # a runner bug must still end the run's record
+            log.exception("schedule %s: the shell run failed", row.id)
+            outcome = ShellOutcome(None, 0, "", f"internal error: {type(exc).__name__}")
+        await self._shell_result(row, due_at, outcome)
+
+    async def _shell_result(self, row: ScheduleRow, due_at: float, outcome: ShellOutcome) -> None:
+        error = outcome.error
+        if error is None and outcome.exit_code != 0:
+            error = f"exit code {outcome.exit_code}"
+        await self.db.run_transaction(
+            schedules.record_result,
+            row.id,
+            due_at,
+            status="completed" if outcome.ok else "failed",
+            run_id=None,
+            error=error,
+            now=self._clock(),
+            exit_code=outcome.exit_code,
+            duration_ms=outcome.duration_ms,
+            output_tail=tail(outcome.output) or "",
+        )
+        if self._notifier is not None:
+            summary = f"ran: exit code {outcome.exit_code} in {outcome.duration_ms} ms"
+            if error is not None and outcome.exit_code is None:
+                summary = f"failed: {error}"
+            await self._notifier.after_run(row, ok=outcome.ok, summary=summary, output=outcome.output)
 
     async def _prompt_text(self, row: ScheduleRow) -> tuple[str | None, str | None]:
         """(prompt text, None) or (None, why it cannot be read); prompt files are read now."""
@@ -279,6 +362,9 @@ def _record(
     if plan.fire_at is not None and prompt_error is not None:
         schedules.insert_run(conn, schedule_id, plan.fire_at, "failed", prompt_error, now)
         status = "failed"
+    elif plan.fire_at is not None and row.executor == "shell":
+        if schedules.insert_run(conn, schedule_id, plan.fire_at, "running", None, now, started_at=now):
+            status, enqueued = "running", True
     elif plan.fire_at is not None and schedules.insert_run(
         conn, schedule_id, plan.fire_at, "queued", None, now
     ):
@@ -288,6 +374,12 @@ def _record(
             "prompt": prompt,
             "label": row.label,
             "due_at": plan.fire_at,
+            # The queue retries transient failures of this turn by the schedule's own policy.
+            "retry": {
+                "max_attempts": row.max_attempts,
+                "delay": row.retry_delay_ms / 1000,
+                "max_delay": RETRY_DELAY_CAP,
+            },
         }
         enqueue_task(conn, row.thread_id, "schedule", payload, now=now)
         status, enqueued = "queued", True

@@ -53,6 +53,11 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "get_background_job_health": {"jobId": "no-such-job"},
     "send_message_to_agent": {"jobId": "no-such-job", "message": "hello"},
     "emit_progress": {"message": "hello"},
+    "create_schedule": {"name": "Matrix", "command": "say hi", "cron": "0 9 * * *"},
+    "update_schedule": {"taskId": "no-such-task", "enabled": False},
+    "list_schedules": {},
+    "get_schedule_history": {"taskId": "no-such-task"},
+    "cancel_schedule": {"taskId": "no-such-task"},
 }
 TOOLS = registry.all_tools()
 

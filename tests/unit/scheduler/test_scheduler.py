@@ -82,7 +82,14 @@ async def test_due_schedule_is_enqueued_in_its_thread(db: Database, thread_id: i
 
     due = local("UTC", 2030, 1, 1, 9)
     assert await queue_payloads(db) == [
-        {"schedule_id": sid, "persona": "alice", "prompt": "say hello", "label": "greeting", "due_at": due}
+        {
+            "schedule_id": sid,
+            "persona": "alice",
+            "prompt": "say hello",
+            "label": "greeting",
+            "due_at": due,
+            "retry": {"max_attempts": 1, "delay": 30.0, "max_delay": 300.0},
+        }
     ]
     item = await fetch_row(db, "SELECT thread_id, available_at FROM queue_items")
     assert (item["thread_id"], item["available_at"]) == (thread_id, clock.now)
