@@ -45,12 +45,14 @@ from gateway.poster import ChannelPoster
 from gateway.queue import TurnQueue
 from gateway.runtime.model import ModelProvider
 from gateway.scheduler import Scheduler, record_result
+from gateway.scheduling.outcomes import ScheduleHook, ScheduleNotifier
 from gateway.status import StatusReporter
 from gateway.store import readonly
 from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
+from tools.schedules.shell_runner import ShellScheduleRunner
 
 if TYPE_CHECKING:
     from gateway.persona_mcp.manager import PersonaMcpManager
@@ -149,6 +151,8 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         on_stop=[readonly.close_readonly_connections],
     )
     children.attach(host_tools)
+    schedule_notifier = ScheduleNotifier(poster)
+    schedule_hook = ScheduleHook(db, schedule_notifier)
     turns = TurnRunner(
         db=db,
         settings=settings,
@@ -160,16 +164,18 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bus=bus,
         tools=host_tools,
         schedule_results=partial(record_result, db),
-        hooks=[delegation, children],
+        hooks=[delegation, children, schedule_hook],
         summarizer=summarizer,
     )
-    queue = TurnQueue(db, settings.queue, turns)
+    queue = TurnQueue(db, settings.queue, turns, on_retry=schedule_hook.retrying)
     scheduler = Scheduler(
         db,
         default_timezone=settings.timezone,
         grace_seconds=settings.scheduler.grace_seconds,
         on_enqueued=queue.notify,
         personas=personas,
+        shell=ShellScheduleRunner(db, settings, personas),
+        notifier=schedule_notifier,
     )
     pipeline = Pipeline(
         db,
