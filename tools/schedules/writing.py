@@ -136,6 +136,8 @@ async def _apply(ctx: ToolContext, spec: _Spec, args: dict[str, Any], now: float
             raise ToolError("enabled must be true or false")
         changes["enabled"] = args["enabled"]
     if "cwd" in args:
+        if args["cwd"] and changes.get("executor", spec.executor) != "shell":
+            raise ToolError("cwd is only for executor 'shell'; leave it out for an agent task")
         changes["cwd"] = fields.cwd(ctx, args["cwd"])
     new = replace(spec, **changes)
     if _timing(args):
@@ -152,8 +154,6 @@ def _timing(args: dict[str, Any]) -> bool:
 
 def _consistent(ctx: ToolContext, spec: _Spec, args: dict[str, Any], now: float) -> _Spec:
     if spec.executor == "agent":
-        if args.get("cwd"):
-            raise ToolError("cwd is only for executor 'shell'; leave it out for an agent task")
         spec = replace(spec, cwd=None)
     elif "executor" not in args:
         fields.executor(ctx, "shell")  # the label is still needed when a shell task changes
