@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from gateway.budgets import DEFAULT_LIMITS, BudgetLimits
 from gateway.config import ConfigError, Settings, env_origins, load_env, substitute_env
 from gateway.config_errors import describe_validation, did_you_mean, model_ref_problem, read_yaml
 from gateway.labels import label_problem
+from gateway.skills import Skill, catalog
 
 log = logging.getLogger("talon.personas")
 
@@ -91,7 +93,11 @@ class PersonaFile(BaseModel):
     )
     capabilities: list[str] = Field([], description="capability labels: the host tools it may use")
     subagents: list[str] = Field([], description="sub-agents it may run with subagent_invoke")
-    skills: list[str] = Field([], description="skills shown on its card, which persona_list returns")
+    skills: list[str] = Field(
+        [],
+        description="skills it may load with the skill tool (folders in skills/ beside talon.yaml, or "
+        "packaged); their names and descriptions are in its system prompt and on its card",
+    )
     mcp_servers: dict[str, dict[str, Any]] = Field(
         {}, description="MCP servers by name, each stdio (command) or streamable HTTP (url)"
     )
@@ -124,6 +130,7 @@ class Persona:
     personality: tuple[str, ...] = ()
     subagents: tuple[str, ...] = ()
     skills: tuple[str, ...] = ()
+    skill_descriptions: tuple[str, ...] = ()  # one per skill, in the order of skills
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     allowed_domains: tuple[str, ...] = ()
     shared_path: Path | None = None  # the operator's folder for /shared; None = the default
@@ -152,7 +159,10 @@ class Persona:
         return {
             "name": self.name,
             "description": first.lstrip("#").strip() or None,
-            "skills": list(self.skills),
+            "skills": [
+                {"name": n, "description": d}
+                for n, d in zip(self.skills, self.skill_descriptions, strict=True)
+            ],
         }
 
 
@@ -164,9 +174,11 @@ def load_personas(settings: Settings) -> dict[str, Persona]:
     if not root.is_dir():
         raise ConfigError([f"personas_dir: {root} does not exist; create it or run `talon init`"])
     env = load_env(settings.config_dir)
+    skills, skill_problems = catalog(settings.config_dir)
+    problems += skill_problems
     folders = sorted(p for p in root.iterdir() if p.is_dir())
     for folder in folders:
-        persona = _load_one(folder, settings, env, problems)
+        persona = _load_one(folder, settings, env, problems, skills)
         if persona:
             personas[persona.name] = persona
     names = [f.name for f in folders]
@@ -188,7 +200,9 @@ def _key_path(loc: tuple[str | int, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(top level)"
 
 
-def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: list[str]) -> Persona | None:
+def _load_one(
+    folder: Path, settings: Settings, env: dict[str, str], problems: list[str], skills: Mapping[str, Skill]
+) -> Persona | None:
     where = f"personas/{folder.name}"
     spec_file = folder / "persona.yaml"
     if not spec_file.is_file():
@@ -230,6 +244,12 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         why = label_problem(label)
         if why:
             problems.append(f"{where}/persona.yaml: capabilities[{i}]: {why}")
+    for i, skill in enumerate(spec.skills):
+        if skill not in skills:
+            problems.append(
+                f"{where}/persona.yaml: skills[{i}]: no skill named {skill!r}; found: "
+                f"{', '.join(sorted(skills)) or 'none'} (skills/<name>/SKILL.md beside talon.yaml, or packaged)"
+            )
     if spec.workspace.path and not (folder / spec.workspace.path).is_dir():
         problems.append(
             f"{where}/persona.yaml: workspace.path: {(folder / spec.workspace.path)} is not a folder; "
@@ -256,6 +276,7 @@ def _load_one(folder: Path, settings: Settings, env: dict[str, str], problems: l
         personality=tuple(p for p in personality if p),
         subagents=tuple(spec.subagents),
         skills=tuple(spec.skills),
+        skill_descriptions=tuple(skills[s].description if s in skills else "" for s in spec.skills),
         mcp_servers=spec.mcp_servers,
         allowed_domains=tuple(spec.net_http.allowed_domains),
         shared_path=(folder / spec.workspace.path).resolve() if spec.workspace.path else None,

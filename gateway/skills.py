@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -27,6 +29,7 @@ from typing import Any
 import yaml
 
 from gateway.errors import RefusedError
+from gateway.store.procedures import list_procedures
 
 __all__ = [
     "MAX_SKILL_BYTES",
@@ -39,6 +42,7 @@ __all__ = [
     "load_skill",
     "packaged_root",
     "render_skill_md",
+    "skill_entries",
     "skills_section",
 ]
 
@@ -240,3 +244,13 @@ def skills_section(entries: list[tuple[str, str]]) -> str | None:
         "## Skills\nCall the skill tool with a name to load its instructions before doing that kind of "
         "work:\n" + "\n".join(lines)
     )
+
+
+def skill_entries(
+    conn: sqlite3.Connection, persona: str, listed: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """``(name, description)`` of a persona's skills: ``listed`` (persona.yaml's), then its
+    approved procedures (database thread)."""
+    names = {name for name, _ in listed}
+    approved = list_procedures(conn, persona, status="approved")
+    return [*listed, *((p.name, p.description) for p in approved if p.name not in names)]

@@ -38,6 +38,7 @@ from gateway.runtime.context import (
     transcript_rows,
 )
 from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
+from gateway.skills import skill_entries, skills_section
 from gateway.store.db import Database
 from gateway.store.memory import list_items
 from gateway.store.messages import MessageRow, add_message, platform_message_id, sole_sender
@@ -315,6 +316,10 @@ class TurnRunner(TurnHandler):
             sender_id=sender_id,
         )
         memory = await self.db.read(hot_memory_section, list(keys.values())) if keys else None
+        skills = None
+        if "skill.use" in persona.capabilities:  # names and descriptions only, until skill loads one
+            listed = list(zip(persona.skills, persona.skill_descriptions, strict=True))
+            skills = skills_section(await self.db.read(skill_entries, persona.name, listed))
         system = system_prompt(
             persona,
             timezone=self.settings.timezone,
@@ -323,6 +328,7 @@ class TurnRunner(TurnHandler):
             tool_instructions=self.tools.instructions(persona),
             summary=summary,
             memory=memory,
+            skills=skills,
         )
         messages = build_transcript(
             rows, budget_tokens=self.settings.agent.context_tokens, show_names=thread.chat_type != "dm"

@@ -41,9 +41,10 @@ def system_prompt(
     summary: str | None = None,
     now: datetime | None = None,
     memory: str | None = None,
+    skills: str | None = None,
 ) -> str:
     """persona system.md + personality + tool instructions + channels + time + hot memory
-    (``memory``, a section of its own) + summary."""
+    (``memory``, a section of its own) + the skills' names and descriptions (``skills``) + summary."""
     moment = (now or datetime.now(ZoneInfo(timezone))).astimezone(ZoneInfo(timezone))
     parts = [persona.system_prompt, *persona.personality, *tool_instructions]
     lines = [
@@ -54,6 +55,8 @@ def system_prompt(
     parts.append(f"## Current time\n{moment:%A %Y-%m-%d %H:%M} ({timezone})")
     if memory:
         parts.append(memory)
+    if skills:
+        parts.append(skills)
     if summary:
         parts.append("## Summary of the earlier conversation\n" + summary)
     return "\n\n".join(p for p in parts if p)
