@@ -256,6 +256,8 @@ class Settings(_Strict):
     traces: TracesSettings = Field(TracesSettings(), description="run traces (`talon runs`, self-inspection)")
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
+    # Key path -> the ${VAR} put into it (set or not), for config_get's masking and env view.
+    env_refs: dict[str, str] = Field({}, exclude=True)
 
     @field_validator("timezone")
     @classmethod
@@ -328,6 +330,7 @@ def _validate(raw: Any, config_dir: Path, shown: str) -> Settings:
     used: dict[str, str] = {}
     raw = substitute_env(raw, load_env(config_dir), missing, used)
     raw["config_dir"] = config_dir.resolve()
+    raw["env_refs"] = {**missing, **used}
     problems: list[str] = []
     settings: Settings | None = None
     try:

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gateway.store.traces import TraceEvent, add_events, purge_before
+from gateway.store.traces import EventRow, TraceEvent, add_events, purge_before
 
 if TYPE_CHECKING:
     import sqlite3
@@ -225,6 +225,25 @@ class RunTrace:
         )
 
     # ------------------------------------------------------------ writing
+
+    def buffered(self) -> list[EventRow]:
+        """This run's events recorded and not yet written: the current run's trace so far."""
+        return [
+            EventRow(
+                0,
+                e.run_id,
+                e.root_run_id,
+                e.seq,
+                e.kind,
+                e.name,
+                e.at,
+                e.duration_ms,
+                e.error_class,
+                json.loads(e.payload),
+            )
+            for e in self._events
+            if e.run_id == self.run_id
+        ]
 
     @property
     def pending(self) -> int:

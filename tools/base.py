@@ -86,6 +86,9 @@ class ToolContext:
     # The run's trace (gateway.tracing): a tool that starts a child records it there with
     # trace.child_started()/child_ended(). None outside a traced run.
     trace: RunTrace | None = None
+    # The host tools this run is offered, in registry order (the bridge's listing for the run);
+    # None outside the bridge.
+    offered: Callable[[], Sequence[HostTool]] | None = None
 
     @property
     def tree_run_id(self) -> int | None:
@@ -124,5 +127,3 @@ class HostTool:
     # Whether the tool can run on this host (bash needs bubblewrap); None: always. A tool
     # that cannot is not offered at all.
     available: Callable[[], bool] | None = None
-    # Offered only to child agents (a run with a root run above it): workspace_subscribe.
-    children_only: bool = False

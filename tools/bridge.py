@@ -22,11 +22,11 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import RefusedError
-from gateway.findings import delivery_block
 from gateway.labels import Decision, check, may_list
 from gateway.runtime.agent import tool_result_images, tool_result_text
 from gateway.runtime.model import ImageBlock
@@ -282,8 +282,7 @@ class Bridge:
         persona = self._persona(identity)
         if persona is None:
             return []
-        child = identity.root_run_id is not None
-        return [t for t in self._tools if self._may_list(persona, t) and (child or not t.children_only)]
+        return [t for t in self._tools if self._may_list(persona, t)]
 
     def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> Decision:
         if tool.scope_arg is not None:
@@ -322,10 +321,6 @@ class Bridge:
                 f"unknown tool {shown!r}; available: {names}", True, True, True, error_class="unknown_tool"
             )
         labels = persona.capabilities
-        if tool.children_only and identity.root_run_id is None:
-            reason = f"{tool.mcp_name} is offered to child agents only"
-            self._record(identity, tool.mcp_name, "refused", detail=reason)
-            return CallResult(reason, True, refused=True, unknown_tool=True, error_class="not_permitted")
         if not self._may_list(persona, tool):
             reason = check(labels, tool, {}).reason
             self._record(identity, tool.mcp_name, "refused", detail=reason)
@@ -364,6 +359,7 @@ class Bridge:
             sender_id=identity.sender_id,
             budget=identity.budget,
             trace=identity.trace,
+            offered=partial(self.tools_for, identity),
             root_run_id=identity.root_run_id,
             depth=identity.depth,
         )
@@ -372,8 +368,6 @@ class Bridge:
             async with asyncio.timeout(tool.timeout):
                 value = await tool.handler(ctx, args)
             content = tool_result_text(value)
-            if identity.root_run_id is not None:  # a child's workspace_subscribe deliveries
-                content += await delivery_block(self.db, identity.run_id)
             images = tool_result_images(value)
         except RefusedError as exc:
             message = str(exc) or f"{tool.mcp_name} failed"

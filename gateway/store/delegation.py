@@ -35,6 +35,7 @@ __all__ = [
     "a2a_task",
     "background_task",
     "background_task_of_thread",
+    "background_tasks_from",
     "cancel_background_task",
     "deliver_later",
     "finish_task",
@@ -304,6 +305,18 @@ def background_task(conn: sqlite3.Connection, task_id: str, origin_thread_id: in
         (task_id, origin_thread_id),
     ).fetchone()
     return None if row is None else _background(row)
+
+
+def background_tasks_from(
+    conn: sqlite3.Connection, origin_thread_id: int, *, limit: int
+) -> list[BackgroundTask]:
+    """The newest background tasks spawned from ``origin_thread_id``, newest first."""
+    rows = conn.execute(
+        f"SELECT {_BACKGROUND_COLUMNS} FROM background_tasks WHERE origin_thread_id = ? "
+        "ORDER BY created_at DESC, id LIMIT ?",
+        (origin_thread_id, limit),
+    ).fetchall()
+    return [_background(row) for row in rows]
 
 
 def background_task_of_thread(conn: sqlite3.Connection, thread_id: int) -> BackgroundTask | None:

@@ -25,6 +25,7 @@ __all__ = [
     "TraceEvent",
     "add_events",
     "get_run",
+    "persona_run_count",
     "persona_runs",
     "purge_before",
     "recent_runs",
@@ -188,6 +189,23 @@ def persona_runs(
         params.append(since)
     rows = conn.execute(sql + " ORDER BY run_id DESC LIMIT ?", [*params, limit]).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def persona_run_count(
+    conn: sqlite3.Connection, persona: str, *, since: float | None = None, exclude: int | None = None
+) -> int:
+    """How many traced runs :func:`persona_runs` could return without a limit."""
+    sql = "SELECT run_id FROM run_events WHERE persona = ?"
+    params: list[Any] = [persona]
+    if exclude is not None:
+        sql += " AND run_id != ?"
+        params.append(exclude)
+    sql += " GROUP BY run_id"
+    if since is not None:
+        sql += " HAVING MAX(at) >= ?"
+        params.append(since)
+    (count,) = conn.execute(f"SELECT COUNT(*) FROM ({sql})", params).fetchone()
+    return int(count)
 
 
 def search_events(
