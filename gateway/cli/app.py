@@ -9,13 +9,25 @@ import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
-from gateway.cli import chat, completion, control, doctor, init, logs, personas, records, runs, service
+from gateway.cli import (
+    chat,
+    completion,
+    control,
+    doctor,
+    init,
+    logs,
+    personas,
+    records,
+    runs,
+    service,
+    skills,
+)
 from gateway.cli.common import EXIT_CONFIG, CommandError, common_options
 from gateway.config import ConfigError
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (init, service, chat, control, doctor, records, runs, personas, logs, completion)
+_GROUPS = (init, service, chat, control, doctor, records, runs, personas, skills, logs, completion)
 
 
 def _version() -> str:
