@@ -50,7 +50,7 @@ async def test_agent_runs_a_child_in_the_daemon_and_the_label_decides(tmp_path: 
                 Client(_params(config, "plain"), read_timeout_seconds=30) as client,
             ):
                 plain = {t.name for t in (await client.list_tools()).tools}
-                with pytest.raises(MCPError, match="agent.dispatch"):
+                with pytest.raises(MCPError, match=r"agent\.dispatch"):
                     await client.call_tool("agent", {"prompt": "say something"})
             assert await daemon.stop() == 0
     assert {"agent", "compose", "get_background_job_health", "send_message_to_agent"} <= listed
