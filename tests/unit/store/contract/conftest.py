@@ -20,6 +20,7 @@ import pytest
 
 from gateway.store import (
     audit,
+    children,
     delegation,
     facts,
     memory,
@@ -56,6 +57,7 @@ class Backend:
     state: ModuleType
     facts: ModuleType
     traces: ModuleType
+    children: ModuleType = children
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
