@@ -51,7 +51,6 @@ async def steer(ctx: ToolContext, args: dict[str, Any]) -> Any:
 
 
 async def progress(ctx: ToolContext, args: dict[str, Any]) -> Any:
-    service = children(ctx)
     message, phase, metadata = args["message"], args.get("phase"), args.get("metadata")
     size = len(message.encode("utf-8", "surrogatepass"))
     if size > MAX_PROGRESS_BYTES:
@@ -62,6 +61,7 @@ async def progress(ctx: ToolContext, args: dict[str, Any]) -> Any:
             raise ToolError(
                 f"metadata is {encoded} bytes as JSON; the limit is {MAX_METADATA_BYTES}: keep a few small values"
             )
+    service = children(ctx)
     if ctx.run_id is not None and service.is_foreground(ctx.run_id):
         event = {"message": message, "phase": phase, "metadata": metadata, "at": time.time()}
         service.progress(ctx.run_id, event)
