@@ -232,3 +232,75 @@ async def test_a_result_is_kept_for_its_occurrence_and_the_newest_one_names_the_
         300.0,
     )
     assert await record(250.0, "completed") is False  # no such occurrence
+
+
+async def test_task_ids_are_unique_per_persona_and_default_to_the_id(store: Backend, thread_id: int) -> None:
+    plain = await create(store, thread_id)
+    assert plain.task_id == plain.id
+    named = await create(store, thread_id, task_id="nightly", executor="shell", cwd="/shared", max_attempts=3)
+    assert (named.task_id, named.executor, named.cwd, named.max_attempts) == (
+        "nightly",
+        "shell",
+        "/shared",
+        3,
+    )
+    assert (named.notify_on, named.notify_chat, named.retry_delay_ms, named.expires_at) == (
+        "failure",
+        None,
+        30000,
+        None,
+    )
+    assert await store.read(store.schedules.get_task, "alice", "nightly") == named
+    assert await store.read(store.schedules.get_task, "bob", "nightly") is None
+    assert await store.write(store.schedules.free_task_id, "alice", "nightly") == "nightly-2"
+    assert await store.write(store.schedules.free_task_id, "bob", "nightly") == "nightly"
+    with pytest.raises(Exception, match="UNIQUE"):
+        await create(store, thread_id, task_id="nightly")
+    disabled = await create(store, thread_id, task_id="off", enabled=False)
+    assert (disabled.enabled, disabled.next_run_at) == (False, None)
+
+
+async def test_attempts_of_one_occurrence_each_get_a_row_oldest_first(store: Backend, thread_id: int) -> None:
+    row = await create(store, thread_id)
+    assert await store.write(store.schedules.insert_run, row.id, 100.0, "queued", None, 100.0)
+    assert await store.write(store.schedules.attempt_started, row.id, 100.0, 1, 7, 101.0)
+    retried = dict(status="retrying", run_id=None, error="HTTP 503", now=102.0)
+    assert await store.write(store.schedules.record_result, row.id, 100.0, **retried)
+    # Attempt 2 was cut short by a restart; attempt 3 finds it open and marks it.
+    assert await store.write(store.schedules.attempt_started, row.id, 100.0, 2, 8, 103.0)
+    assert await store.write(store.schedules.attempt_started, row.id, 100.0, 3, 9, 104.0)
+    done = dict(status="completed", run_id=9, error=None, now=105.0, output_tail="PONG")
+    assert await store.write(store.schedules.record_result, row.id, 100.0, **done)
+    history = await store.read(store.schedules.run_history, row.id, 10)
+    assert [(r.attempt, r.status, r.run_id, r.error) for r in history] == [
+        (1, "retrying", 7, "HTTP 503"),
+        (2, "retrying", 8, "interrupted: the daemon stopped during this attempt"),
+        (3, "completed", 9, None),
+    ]
+    assert (history[2].started_at, history[2].finished_at, history[2].output_tail) == (104.0, 105.0, "PONG")
+    assert [r.attempt for r in await store.read(store.schedules.run_history, row.id, 2)] == [2, 3]
+    assert await store.write(store.schedules.attempt_started, "sch_0000000000", 100.0, 1, None, 1.0) is False
+    again = await store.read(store.schedules.get_schedule, row.id)
+    assert again is not None and again.last_status == "completed"
+
+
+async def test_open_shell_runs_are_failed_at_start_and_expired_tasks_disabled(
+    store: Backend, thread_id: int
+) -> None:
+    shell = await create(store, thread_id, executor="shell", expires_at=50.0)
+    agent = await create(store, thread_id)
+    for row in (shell, agent):
+        await store.write(store.schedules.insert_run, row.id, 10.0, "running", None, 10.0, started_at=10.0)
+    assert await store.write(store.schedules.interrupt_shell_runs, 20.0) == 1
+    (record,) = await store.read(store.schedules.run_history, shell.id, 10)
+    assert (record.status, record.finished_at) == ("failed", 20.0)
+    assert "not run again" in (record.error or "")
+    assert [r.status for r in await store.read(store.schedules.run_history, agent.id, 10)] == ["running"]
+    assert await store.write(store.schedules.expire_due, 49.0) == []
+    assert await store.write(store.schedules.expire_due, 50.0) == [shell.id]
+    expired = await store.read(store.schedules.get_schedule, shell.id)
+    assert expired is not None and (expired.enabled, expired.next_run_at, expired.last_status) == (
+        False,
+        None,
+        "expired",
+    )
