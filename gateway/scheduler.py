@@ -223,13 +223,13 @@ class Scheduler:
         for row in await self.db.read(schedules.without_next_run):
             error = None
             next_at: float | None = None
-            if row.cron_expr:
+            if row.run_at is not None:  # with both, the cron is only a stored placeholder
+                next_at = row.run_at
+            elif row.cron_expr:
                 try:
                     next_at = _next_run(row.cron_expr, row.timezone or self.default_timezone, now)
                 except ScheduleError as exc:
                     error = str(exc)
-            elif row.run_at is not None:
-                next_at = row.run_at
             else:
                 error = "schedule has neither cronExpr nor runAt"
             if next_at is not None:

@@ -41,6 +41,8 @@ NOTIFY_ON = ("failure", "always", "never")
 MAX_NAME_CHARS = 200
 MAX_COMMAND_CHARS = 16_000
 MAX_SLUG_CHARS = 48
+MAX_TARGET_CHARS = 200
+MAX_CWD_CHARS = 1000
 _SLUG_JUNK = re.compile(r"[^a-z0-9]+")
 
 
@@ -96,6 +98,8 @@ def timezone(args: dict[str, Any], default: str) -> str:
     value = _text(args, "timezone")
     if value is None:
         return default
+    if len(value) > 64:
+        raise ToolError("timezone must be an IANA name such as UTC or Europe/Berlin")
     try:
         zone(value.strip())
     except ScheduleError as exc:
@@ -108,6 +112,10 @@ def time_arg(args: dict[str, Any], key: str, tz: str) -> float | None:
     value = _text(args, key)
     if value is None:
         return None
+    if len(value) > 64:
+        raise ToolError(
+            f"{key} is not an ISO 8601 time; send e.g. '2030-01-31T09:00' or '2030-01-31T09:00:00+01:00'"
+        )
     try:
         return parse_run_at(value, tz)
     except ScheduleError as exc:
@@ -186,6 +194,10 @@ def notify_chat(ctx: ToolContext, value: Any, own_channel: str) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ToolError("notifyChat must be a channel name, 'channel:chat' or a chat id")
     text = str(value).strip()
+    if len(text) > MAX_TARGET_CHARS:
+        raise ToolError(
+            f"notifyChat is longer than {MAX_TARGET_CHARS} characters; send 'channel' or 'channel:chat'"
+        )
     names = [c.name for c in ctx.settings.channels]
     if ":" in text:
         channel, chat = split_target(text)
@@ -223,8 +235,8 @@ def cwd(ctx: ToolContext, value: Any) -> str | None:
     /workspace (this conversation's) or /shared (the persona's, when its labels mount it)."""
     if value is None or value == "":
         return None
-    if not isinstance(value, str):
-        raise ToolError("cwd must be a path string such as /shared/reports")
+    if not isinstance(value, str) or len(value) > MAX_CWD_CHARS or "\x00" in value:
+        raise ToolError(f"cwd must be a path of at most {MAX_CWD_CHARS} characters, such as /shared/reports")
     mounts = {m.target: m.source for m in shell_mounts(ctx)}
     roots = " and ".join(sorted(mounts))
     path = PurePosixPath(value.strip() if value.startswith("/") else f"{WORKSPACE}/{value.strip()}")

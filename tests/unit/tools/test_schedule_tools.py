@@ -250,3 +250,22 @@ async def test_another_personas_task_is_unknown(ctx: ToolContext, tmp_path: Path
         with pytest.raises(ToolError, match="no task 'nightly-cleanup' for this persona"):
             await tool.handler(bob, {"taskId": "nightly-cleanup", **args})
     assert len(await managing.LIST.handler(ctx, {})) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"notifyChat": "x" * 100_000}, "notifyChat is longer than 200"),
+        ({"cwd": "/shared/" + "a" * 100_000, "executor": "agent"}, "cwd is only for executor"),
+        ({"runAt": "2" * 100_000}, "runAt is not an ISO 8601 time"),
+        ({"timezone": "Z" * 100_000}, "timezone must be an IANA name"),
+        ({"name": "n" * 100_000}, "name is 100000 characters"),
+        ({"command": "c" * 100_000}, "command must be at most 16,000 characters"),
+    ],
+)
+async def test_huge_arguments_are_refused_without_being_echoed(
+    ctx: ToolContext, args: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ToolError, match=message) as refused:
+        await create(ctx, cron="0 2 * * *", **args)
+    assert len(str(refused.value)) < 500
