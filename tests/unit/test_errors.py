@@ -13,6 +13,7 @@ import pytest
 
 from connectors.base import ConnectorStartError
 from connectors.slack.receiver import IntakeFailedError
+from gateway.budgets import BudgetExceededError, ChildBudgetError
 from gateway.chat_cli import ChatFailedError
 from gateway.cli.common import CommandError
 from gateway.control_client import DaemonNotRunningError
@@ -55,7 +56,9 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     DocumentError: RefusedError,
     BridgeAuthError: RefusedError,
     BridgeRequestError: RefusedError,
+    BudgetExceededError: RefusedError,
     ChatFailedError: RefusedError,
+    ChildBudgetError: RefusedError,
     CommandError: RefusedError,
     DelegationError: RefusedError,
     ImageFormatError: RefusedError,
