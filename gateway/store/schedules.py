@@ -207,9 +207,16 @@ def get_task(conn: sqlite3.Connection, persona: str, task_id: str) -> ScheduleRo
 
 def free_task_id(conn: sqlite3.Connection, persona: str, base: str, *, limit: int = 1000) -> str | None:
     """``base``, or ``base-2``, ``base-3`` ... : the first the persona does not use; None past ``limit``."""
+    taken = {
+        row[0]
+        for row in conn.execute(
+            "SELECT task_id FROM schedules WHERE persona = ? AND (task_id = ? OR substr(task_id, 1, ?) = ?)",
+            (persona, base, len(base) + 1, base + "-"),
+        )
+    }
     for n in range(1, limit + 1):
         candidate = base if n == 1 else f"{base}-{n}"
-        if get_task(conn, persona, candidate) is None:
+        if candidate not in taken:
             return candidate
     return None
 
