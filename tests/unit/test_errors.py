@@ -15,6 +15,7 @@ from connectors.base import ConnectorStartError
 from connectors.slack.receiver import IntakeFailedError
 from gateway.budgets import BudgetExceededError, ChildBudgetError
 from gateway.chat_cli import ChatFailedError
+from gateway.children.compose import ComposeError
 from gateway.cli.common import CommandError
 from gateway.control_client import DaemonNotRunningError
 from gateway.data_dir import AlreadyRunningError
@@ -60,6 +61,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     ChatFailedError: RefusedError,
     ChildBudgetError: RefusedError,
     CommandError: RefusedError,
+    ComposeError: RefusedError,
     DelegationError: RefusedError,
     ImageFormatError: RefusedError,
     JSONInputError: RefusedError,
