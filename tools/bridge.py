@@ -325,6 +325,10 @@ class Bridge:
             reason = check(labels, tool, {}).reason
             self._record(identity, tool.mcp_name, "refused", detail=reason)
             return CallResult(reason, True, refused=True, unknown_tool=True, error_class="not_permitted")
+        if tool.children_only and identity.root_run_id is None:
+            reason = f"{tool.mcp_name} is offered to child agents only"
+            self._record(identity, tool.mcp_name, "refused", detail=reason)
+            return CallResult(reason, True, refused=True, unknown_tool=True, error_class="not_permitted")
         problem = self._checkers[tool.mcp_name].problem(args)
         if problem is not None:
             self._record(identity, tool.mcp_name, "refused", detail=f"invalid arguments: {problem}")

@@ -58,6 +58,12 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "list_schedules": {},
     "get_schedule_history": {"taskId": "no-such-task"},
     "cancel_schedule": {"taskId": "no-such-task"},
+    "skill": {"name": "no-such-skill"},
+    "procedure_write": {"name": "matrix", "content": "# Matrix\n1. step"},
+    "model_complete": {"prompt": "hello", "model": "nosuch:model"},
+    "workspace_publish": {"type": "status", "content": "hello"},
+    "workspace_query": {"query": "hello"},
+    "workspace_subscribe": {},
 }
 TOOLS = registry.all_tools()
 
@@ -73,8 +79,9 @@ def _wrong_scope(tool: HostTool) -> str | None:
 
 
 def _sharing(tool: HostTool) -> set[str]:
-    """The tools one label of ``tool``'s prefix lists (persona.send covers three)."""
-    return {t.mcp_name for t in TOOLS if t.prefix == tool.prefix}
+    """The tools one label of ``tool``'s prefix lists to a turn (persona.send covers three; a
+    tool for child agents only is not among them)."""
+    return {t.mcp_name for t in TOOLS if t.prefix == tool.prefix and not t.children_only}
 
 
 def _personas() -> dict[str, dict[str, Any]]:
@@ -109,7 +116,7 @@ async def _listed(env: BridgeEnv, persona: str) -> tuple[set[str], list[dict[str
     return {t["name"] for t in tools}, tools, identity
 
 
-@pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.mcp_name)
+@pytest.mark.parametrize("tool", [t for t in TOOLS if not t.children_only], ids=lambda t: t.mcp_name)
 async def test_with_the_label_the_tool_is_listed_with_its_schema_and_allowed(
     env: BridgeEnv, tool: Any
 ) -> None:
@@ -158,4 +165,4 @@ async def test_a_persona_with_every_label_lists_every_tool_in_registry_order(tmp
         _, tools, _ = await _listed(env, "assistant")
     finally:
         await env.close()
-    assert [t["name"] for t in tools] == [t.mcp_name for t in TOOLS]
+    assert [t["name"] for t in tools] == [t.mcp_name for t in TOOLS if not t.children_only]

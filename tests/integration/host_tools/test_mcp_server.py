@@ -72,10 +72,7 @@ async def test_the_stdio_server_acts_as_the_run_in_its_environment(env: BridgeEn
         # The list is the run's for its whole life; once the run ends, calls say so.
         listed_after = await client.list_tools()
     assert [t.name for t in listed.tools] == [
-        "memory_access",
-        "schedule_manage",
-        "memory_search",
-        "memory_update",
+        t.mcp_name for t in registry.all_tools() if t.prefix in ("memory.access", "schedule.manage")
     ]
     assert listed_after.tools == listed.tools
     assert json.loads(read.content[0].text)["value"] == '{"n": 1}'

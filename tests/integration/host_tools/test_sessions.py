@@ -55,6 +55,7 @@ async def test_a_session_on_a_named_console_thread_works_until_the_client_leaves
                 "memory_access",
                 "memory_search",
                 "memory_update",
+                "procedure_write",
             ]
             wrote = await client.call("memory_access", {"operation": "write", "key": "k", "value": "v"})
             assert not wrote["is_error"]
@@ -99,7 +100,12 @@ async def test_a_turn_toolbox_identity_ends_with_the_toolbox(gw: Gateway) -> Non
     persona = gw.personas["assistant"]
     thread_id = await add_thread(gw.components.db, chat="t")
     with gw.components.host_tools.toolbox(persona, thread_id, run_id=77) as box:
-        assert [s.name for s in box.specs()] == ["memory_access", "memory_search", "memory_update"]
+        assert [s.name for s in box.specs()] == [
+            "memory_access",
+            "memory_search",
+            "memory_update",
+            "procedure_write",
+        ]
         outcome = await box.call(
             ToolCall("c1", "memory_access", {"operation": "write", "key": "a", "value": [1]})
         )

@@ -232,6 +232,13 @@ def test_registry_offers_tools_by_label() -> None:
             "git.read",
             "state.read:team",
             "state.write:team",
+            "agent.dispatch",
+            "agent.progress",
+            "jobs.manage",
+            "skill.use",
+            "model.complete",
+            "workspace.share",
+            "runtime.inspect",
         ]
     )
     assert every == registry.all_tools()
