@@ -23,9 +23,11 @@ from gateway.store import (
     children,
     delegation,
     facts,
+    findings,
     memory,
     messages,
     outbox,
+    procedures,
     queue,
     runs,
     schedules,
@@ -58,6 +60,8 @@ class Backend:
     facts: ModuleType
     traces: ModuleType
     children: ModuleType = children
+    findings: ModuleType = findings
+    procedures: ModuleType = procedures
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
