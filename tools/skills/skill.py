@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from gateway.skills import MAX_SKILL_BYTES, Skill
+from tools.agents.common import admit_child, children
+from tools.agents.plan import ChildRequest, plan_child_async
 from tools.base import HostTool, ToolContext, ToolError
 from tools.skills.common import resolve_skill
 
@@ -39,6 +42,44 @@ def _read_file(skill: Skill, file: str) -> dict[str, Any]:
         raise ToolError(f"{file!r} is not UTF-8 text") from None
 
 
+def _fork_labels(
+    ctx: ToolContext, labels: tuple[str, ...], allowed: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """The child's labels: those of its plan that carry the prefix of a tool the skill allows."""
+    if allowed is None:
+        return labels
+    offered = {t.mcp_name: t.prefix for t in (ctx.offered() if ctx.offered else ())}
+    unknown = sorted(set(allowed) - set(offered))
+    if unknown:
+        raise ToolError(
+            f"the skill's allowed_tools name tools this persona is not offered: {', '.join(unknown)}; "
+            "ask the operator to fix its SKILL.md"
+        )
+    prefixes = {offered[name] for name in allowed}
+    return tuple(label for label in labels if label.partition(":")[0] in prefixes)
+
+
+async def _fork(ctx: ToolContext, skill: Skill, arguments: str) -> dict[str, Any]:
+    """Run the skill as a foreground child agent of this run: the parent's labels (never more),
+    narrowed to the tools the skill allows, on the skill's model when it names one."""
+    service = children(ctx)
+    request = ChildRequest(
+        prompt=instructions(skill, arguments), model=skill.model, id_prefix=f"skill-{skill.name}"
+    )
+    plan = await plan_child_async(ctx, service, request, leaf=False, background=False)
+    persona = replace(
+        plan.persona, capabilities=_fork_labels(ctx, plan.persona.capabilities, skill.allowed_tools)
+    )
+    admit_child(ctx)
+    outcome = await service.run(
+        replace(plan, persona=persona),
+        thread_id=ctx.thread_id,
+        sender_id=ctx.sender_id,
+        root_budget=ctx.budget,
+    )
+    return {"skill": skill.name, "mode": "fork", **outcome.public()}
+
+
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     skill = await resolve_skill(ctx, args.get("name"))
     file = args.get("file")
@@ -46,10 +87,7 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         return await asyncio.to_thread(_read_file, skill, str(file))
     arguments = str(args.get("arguments") or "")
     if skill.mode == "fork":
-        raise ToolError(
-            f"the skill {skill.name!r} runs as a child agent (mode: fork), and fork skills need the agent "
-            "runner, which this gateway does not offer to skills yet; do the work yourself or with the agent tool"
-        )
+        return await _fork(ctx, skill, arguments)
     out: dict[str, Any] = {
         "skill": skill.name,
         "mode": "inline",
@@ -67,7 +105,8 @@ TOOL = HostTool(
     prefix="skill.use",
     description=(
         "Load one of your skills by name: its instructions come back for you to follow now (inline "
-        "skills), or it runs as a child agent (fork skills). Your skills are listed with their "
+        "skills), or a child agent runs them with your labels (narrowed to the skill's allowed_tools) and "
+        "its answer comes back (fork skills). Your skills are listed with their "
         "descriptions in the Skills section of your instructions. A skill's files are outside your "
         "workspace: read one by calling skill again with file set to a name from its files list."
     ),
@@ -90,4 +129,5 @@ TOOL = HostTool(
         "additionalProperties": False,
     },
     handler=handle,
+    timeout=3600.0,  # a fork skill waits for its child agent, as the agent tool does
 )

@@ -193,3 +193,45 @@ def _run_cli(config: Path, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+async def test_a_fork_skill_runs_as_a_child_with_the_tools_it_allows(tmp_path: Path) -> None:
+    _skill(tmp_path, "triage", "Triage this report: $ARGUMENTS\n", description="triage a bug report")
+    skill_md = tmp_path / "skills" / "triage" / "SKILL.md"
+    skill_md.write_text(
+        skill_md.read_text().replace(
+            "description:", "mode: fork\nallowed_tools: [memory_search]\ndescription:"
+        )
+    )
+
+    def respond(body: dict[str, Any]) -> Reply:
+        first = json.dumps(body["messages"][0]["content"])
+        if "Triage this report" in first:  # the child
+            return Reply(text="severity: high")
+        results = tool_results(body)
+        if not results:
+            return Reply(tool_calls=[Call("skill", {"name": "triage", "arguments": "export button broken"})])
+        return Reply(text=results[0][1])
+
+    async with FakeAnthropic(responder=respond) as fake:
+        config = write_config(
+            tmp_path,
+            provider=provider_for(fake),
+            personas={
+                "assistant": {
+                    "capabilities": ["skill.use", "memory.access:thread", "model.complete"],
+                    "skills": ["triage"],
+                }
+            },
+        )
+        async with running_gateway(config) as gw:
+            turn = await say(gw, "triage this")
+        (child,) = [
+            r for r in fake.requests if "Triage this report" in json.dumps(r["messages"][0]["content"])
+        ]
+    result = json.loads(turn.text)
+    assert result["skill"] == "triage" and result["mode"] == "fork" and result["result"] == "severity: high"
+    assert "export button broken" in json.dumps(child["messages"][0]["content"])
+    child_tools = {t["name"] for t in child.get("tools", [])}
+    assert "memory_search" in child_tools
+    assert not child_tools & {"skill", "model_complete"}  # narrowed to the skill's allowed_tools
