@@ -127,3 +127,5 @@ class HostTool:
     # Whether the tool can run on this host (bash needs bubblewrap); None: always. A tool
     # that cannot is not offered at all.
     available: Callable[[], bool] | None = None
+    # Offered only to child agents (a run with a root run above it): workspace_subscribe.
+    children_only: bool = False

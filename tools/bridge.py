@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gateway.errors import RefusedError
+from gateway.findings import delivery_block
 from gateway.labels import Decision, check, may_list
 from gateway.runtime.agent import tool_result_images, tool_result_text
 from gateway.runtime.model import ImageBlock
@@ -282,7 +283,8 @@ class Bridge:
         persona = self._persona(identity)
         if persona is None:
             return []
-        return [t for t in self._tools if self._may_list(persona, t)]
+        child = identity.root_run_id is not None
+        return [t for t in self._tools if self._may_list(persona, t) and (child or not t.children_only)]
 
     def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> Decision:
         if tool.scope_arg is not None:
@@ -372,6 +374,8 @@ class Bridge:
             async with asyncio.timeout(tool.timeout):
                 value = await tool.handler(ctx, args)
             content = tool_result_text(value)
+            if identity.root_run_id is not None:  # a child's workspace_subscribe deliveries
+                content += await delivery_block(self.db, identity.run_id)
             images = tool_result_images(value)
         except RefusedError as exc:
             message = str(exc) or f"{tool.mcp_name} failed"

@@ -18,12 +18,23 @@ from importlib.resources.abc import Traversable
 from types import ModuleType
 
 from gateway.labels import KNOWN_LABELS, may_list
-from tools import agents, host, inspect, memory, schedules, state, workspace
+from tools import agents, findings, host, inspect, memory, model_call, schedules, skills, state, workspace
 from tools.base import HostTool
 
 __all__ = ["all_tools", "by_internal_name", "by_mcp_name", "packaged_instructions", "tools_for"]
 
-_FAMILIES: tuple[ModuleType, ...] = (host, workspace, state, memory, schedules, agents, inspect)
+_FAMILIES: tuple[ModuleType, ...] = (
+    host,
+    workspace,
+    state,
+    memory,
+    schedules,
+    agents,
+    skills,
+    model_call,
+    findings,
+    inspect,
+)
 
 
 def _build(tools: Iterable[HostTool]) -> tuple[HostTool, ...]:

@@ -43,8 +43,7 @@ async def test_list_and_call_in_process(env: BridgeEnv) -> None:
         invalid = await client.call_tool("schedule_manage", {"action": "explode"})
         with pytest.raises(MCPError, match="Unknown tool: db_query"):
             await client.call_tool("db_query", {"sql": "SELECT 1"})
-    names = ("memory_access", "schedule_manage", "memory_search", "memory_update")
-    expected = [registry.by_mcp_name(name) for name in names]
+    expected = [t for t in registry.all_tools() if t.prefix in ("memory.access", "schedule.manage")]
     assert [(t.name, t.description, t.input_schema) for t in listed.tools] == [
         (t.mcp_name, t.description, t.input_schema) for t in expected if t
     ]
