@@ -34,8 +34,10 @@ from gateway.queue import ReplyNotSavedError
 from gateway.runtime.model import ProviderError
 from gateway.runtime.providers.retry import RetryableError
 from gateway.scheduling.cron import ScheduleError
+from gateway.skills import SkillError
 from gateway.store.db import SchemaTooNewError
 from gateway.store.delegation import TaskLimitError
+from gateway.store.findings import FindingsFullError
 from gateway.store.readonly import ReadOnlyQueryError
 from gateway.store.state import StateQuotaError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
@@ -63,6 +65,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     CommandError: RefusedError,
     ComposeError: RefusedError,
     DelegationError: RefusedError,
+    FindingsFullError: RefusedError,
     ImageFormatError: RefusedError,
     JSONInputError: RefusedError,
     NotifyError: RefusedError,
@@ -73,6 +76,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SchemaTooNewError: RefusedError,
     SessionError: RefusedError,
     SessionRefusedError: RefusedError,
+    SkillError: RefusedError,
     StateQuotaError: RefusedError,
     SubagentError: RefusedError,
     SubagentRefusedError: RefusedError,
