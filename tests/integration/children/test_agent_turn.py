@@ -179,3 +179,83 @@ async def test_max_tool_use_iterations_winds_the_child_down_with_a_last_answer(t
     assert result["result"].startswith("partial answer")
     assert result["toolCalls"] == ["git_read", "git_read"]
     assert len(of(fake.requests, "CHILD")) == 3
+
+
+async def test_a_childs_progress_events_come_back_with_its_result(tmp_path: Path) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD long job", "progress_events": True}), final=last_result
+            ),
+            CHILD=calls_then(
+                Call("emit_progress", {"message": "half way", "phase": "scan", "metadata": {"files": 3}}),
+                final=lambda results: "finished",
+            ),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+    result = parsed(turn.text)
+    assert result["result"] == "finished"
+    assert [(p["message"], p["phase"], p["metadata"]) for p in result["progress"]] == [
+        ("half way", "scan", {"files": 3})
+    ]
+    assert "emit_progress" in tool_names(of(fake.requests, "CHILD")[0])
+
+
+async def test_attachments_must_be_images_inside_the_callers_workspaces(tmp_path: Path) -> None:
+    import io
+
+    from PIL import Image
+
+    shared = tmp_path / "data" / "workspaces" / "assistant" / "shared"
+    shared.mkdir(parents=True)
+    picture = io.BytesIO()
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(picture, "PNG")
+    (shared / "pic.png").write_bytes(picture.getvalue())
+    (shared / "notes.txt").write_text("not an image")
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD look", "attachments": ["/shared/pic.png"]}),
+                Call("agent", {"prompt": "CHILD text", "attachments": ["/shared/notes.txt"]}),
+                Call("agent", {"prompt": "CHILD etc", "attachments": ["/etc/hostname"]}),
+                final=lambda results: "\n".join(("ERROR " if e else "OK ") + t for e, t in results),
+            ),
+            CHILD=lambda body: Reply(text="seen"),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+    ok, not_image, outside = turn.text.split("\n")
+    assert ok.startswith("OK ")
+    (looked,) = of(fake.requests, "CHILD look")
+    assert "[attached images (open them with view_image): /shared/pic.png]" in str(looked["messages"][0])
+    assert not_image.startswith("ERROR ") and "notes.txt" in not_image
+    assert outside.startswith("ERROR ") and "outside the workspace" in outside
+    assert of(fake.requests, "CHILD text") == [] and of(fake.requests, "CHILD etc") == []
+
+
+async def test_children_count_against_the_root_runs_budget(tmp_path: Path) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("agent", {"prompt": "CHILD one"}),
+                Call("agent", {"prompt": "CHILD two"}),
+                final=lambda results: "\n".join(("ERROR " if e else "OK ") + t for e, t in results),
+            ),
+            CHILD=lambda body: Reply(text="done"),
+        )
+    )
+    async with fake:
+        write_config(
+            tmp_path,
+            provider=provider_for(fake),
+            personas={"assistant": {"capabilities": PARENT, "budgets": {"max_children": 1}}},
+        )
+        async with running_gateway(tmp_path / "talon.yaml") as gw:
+            turn = await say(gw, "go")
+    first, second = turn.text.split("\n")
+    assert first.startswith("OK ")
+    assert second.startswith("ERROR ") and "max_children 1" in second
+    assert len(of(fake.requests, "CHILD")) == 1
