@@ -64,6 +64,11 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "workspace_publish": {"type": "status", "content": "hello"},
     "workspace_query": {"query": "hello"},
     "workspace_subscribe": {},
+    "get_runtime_state": {"view": "self"},
+    "get_facet": {"session": "current"},
+    "read_witness": {"session": "current"},
+    "search_witness": {"query": "hello"},
+    "config_get": {"target": "env"},
 }
 TOOLS = registry.all_tools()
 
