@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.runtime.model import ProviderError
 from gateway.workspaces import SHARED
 from tools.agents.common import admit_child, children
 from tools.agents.plan import MAX_ATTACHMENTS, MAX_PROMPT_CHARS, MAX_ROOTS, ChildRequest, plan_child_async
-from tools.base import HostTool, ToolContext
+from tools.base import HostTool, ToolContext, ToolError
 
 ROOTS_SCHEMA: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ROOTS}
 ATTACHMENTS_SCHEMA: dict[str, Any] = {
@@ -52,9 +53,15 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> Any:
         return await service.start_background(
             plan, origin_thread_id=ctx.thread_id, working_directory=_in_shared(args.get("cwd"))
         )
-    outcome = await service.run(
-        plan, thread_id=ctx.thread_id, sender_id=ctx.sender_id, root_budget=ctx.budget
-    )
+    try:
+        outcome = await service.run(
+            plan, thread_id=ctx.thread_id, sender_id=ctx.sender_id, root_budget=ctx.budget
+        )
+    except ProviderError as exc:
+        raise ToolError(
+            f"the child agent's model {plan.persona.model_ref} failed: {exc}; try again later or "
+            "pass another model"
+        ) from None
     return outcome.public()
 
 

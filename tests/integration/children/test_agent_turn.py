@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.model_api import Call, FakeAnthropic, Reply
+from tests.fakes.model_api import Call, Error, FakeAnthropic, Reply
 from tests.harness import provider_for, running_gateway, say, write_config
 from tests.integration.children.support import (
     calls_then,
@@ -260,3 +260,19 @@ async def test_children_count_against_the_root_runs_budget(tmp_path: Path) -> No
     assert first.startswith("OK ")
     assert second.startswith("ERROR ") and "max_children 1" in second
     assert len(of(fake.requests, "CHILD")) == 1
+
+
+async def test_a_child_whose_model_fails_is_an_error_naming_the_model(tmp_path: Path) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(Call("agent", {"prompt": "CHILD x", "model": "fake:flaky"}), final=last_result),
+            CHILD=lambda body: Error(400, "model flaky does not exist"),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake)) as gw:
+        turn = await say(gw, "go")
+        run = await fetch_row(
+            gw.components.db, "SELECT r.status FROM runs r JOIN child_runs c ON c.run_id = r.id"
+        )
+    assert turn.text.startswith("ERROR the child agent's model fake:flaky failed")
+    assert run["status"] == "failed"
