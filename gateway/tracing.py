@@ -103,8 +103,10 @@ class RunTrace:
         system: str | None = None,
         messages: Sequence[ChatMessage] = (),
         text: str = "",
+        error_class: str | None = None,
     ) -> None:
-        """One model call; ``system``, ``messages`` and ``text`` are kept only with content on."""
+        """One model call (``error_class``: why it failed); ``system``, ``messages`` and
+        ``text`` are kept only with content on."""
         payload: dict[str, Any] = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
@@ -118,7 +120,7 @@ class RunTrace:
                 {"role": m.role, "content": _cut(m.content)} for m in messages[-_PROMPT_MESSAGES:]
             ]
             payload["text"] = _cut(text)
-        self._add("model_call", model, payload, duration_ms=latency_ms)
+        self._add("model_call", model, payload, duration_ms=latency_ms, error_class=error_class)
 
     def tool_call(
         self,

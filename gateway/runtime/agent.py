@@ -135,7 +135,18 @@ async def _model_call(
 ) -> ModelResponse:
     """One model call, counted in ``result`` and ``budget`` and recorded in ``trace``."""
     started = time.perf_counter()
-    response = await provider.complete(request, on_text)
+    try:
+        response = await provider.complete(request, on_text)
+    except Exception as exc:  # the failed call is in the trace too, then the turn fails as before
+        trace.model_call(
+            model=request.model,
+            usage=Usage(),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            stop_reason="error",
+            tool_calls=0,
+            error_class=type(exc).__name__,
+        )
+        raise
     trace.model_call(
         model=request.model,
         usage=response.usage,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
+from tests.fakes.model_script import Error
 from tests.harness import provider_for, running_gateway, say, tool_results, write_config
 from tests.store_helpers import fetch_rows
 
@@ -78,3 +79,20 @@ async def test_with_traces_content_the_prompt_arguments_and_results_are_kept(tmp
     assert any("PROMPT-MARKER-5521" in m["content"] for m in first["prompt"])
     assert ARGUMENT in put["arguments"] and '"version": 1' in put["result"]
     assert second["text"] == "noted RESULT-TEXT-991"
+
+
+async def test_a_failed_turn_records_the_failed_model_call_and_its_outcome(tmp_path: Path) -> None:
+    async with FakeAnthropic() as fake:
+        fake.script(*[Error(400, "bad request") for _ in range(3)])
+        config = write_config(tmp_path, provider=provider_for(fake), personas=PERSONAS)
+        async with running_gateway(config) as gw:
+            turn = await say(gw, PROMPT)
+            rows = await fetch_rows(gw.components.db, "SELECT * FROM run_events ORDER BY run_id, seq")
+    assert turn.status == "failed"
+    first_run = [r for r in rows if r["run_id"] == rows[0]["run_id"]]
+    assert [(r["kind"], r["name"], r["error_class"]) for r in first_run] == [
+        ("phase", "turn_started", None),
+        ("model_call", "test-model", "ProviderError"),
+        ("phase", "turn_ended", "failed"),
+    ]
+    assert json.loads(first_run[-1]["payload"])["outcome"] == "failed"
