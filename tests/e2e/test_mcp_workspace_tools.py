@@ -77,4 +77,4 @@ async def test_a_persona_without_the_labels_is_refused(daemon: Path) -> None:
         listed = {t.name for t in (await client.list_tools()).tools}
         with pytest.raises(MCPError, match="read_file"):
             await client.call_tool("read_file", {"file_path": "a.txt"})
-    assert listed == {"memory_access", "memory_search", "memory_update"}
+    assert listed == {"memory_access", "memory_search", "memory_update", "procedure_write"}

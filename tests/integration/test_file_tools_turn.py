@@ -106,7 +106,7 @@ async def test_without_the_labels_the_tools_are_neither_offered_nor_callable(tmp
             refused = await bridge.call(identity, "read_file", {"file_path": "/workspace/a.txt"})
             written = await bridge.call(identity, "write_file", {"file_path": "a.txt", "content": "x"})
         offered = {t["name"] for t in fake.requests[0]["tools"]}
-    assert offered == {"memory_access", "memory_search", "memory_update"}
+    assert offered == {"memory_access", "memory_search", "memory_update", "procedure_write"}
     assert refused.refused and "needs the capability 'fs.read:thread|persona'" in refused.content
     assert written.refused and "fs.write:thread|persona" in written.content
     assert not (tmp_path / "data" / "workspaces" / "assistant" / "threads" / "1" / "a.txt").exists()

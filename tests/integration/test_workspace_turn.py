@@ -61,7 +61,7 @@ async def test_a_persona_without_the_labels_is_offered_none_of_them(tmp_path: Pa
         async with running_gateway(config) as gw:
             await say(gw, "hello")
         tools = {t["name"] for t in fake.requests[0]["tools"]}
-    assert tools == {"memory_access", "memory_search", "memory_update"}
+    assert tools == {"memory_access", "memory_search", "memory_update", "procedure_write"}
 
 
 async def test_an_inbound_document_is_extracted_when_it_arrives(tmp_path: Path) -> None:
