@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.children.plan import ChildOutcome, ChildPlan, Lineage
 from gateway.config import Settings
+from gateway.findings import findings_prompt
 from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.runtime.agent import ToolBox, run_agent
@@ -38,6 +39,7 @@ from gateway.store.db import Database
 from gateway.store.delegation import BACKGROUND_CHANNEL, background_task_of_thread
 from gateway.store.runs import complete_run, end_run, start_run
 from gateway.store.threads import ThreadRow
+from gateway.tracing import NULL_TRACE, RunTrace
 
 if TYPE_CHECKING:
     from gateway.budgets import RunBudget
@@ -64,6 +66,7 @@ class ChildTools(Protocol):
         budget: RunBudget | None = None,
         depth: int = 0,
         root_run_id: int | None = None,
+        trace: RunTrace | None = None,
     ) -> ToolBox: ...
 
     def instructions(self, persona: Persona) -> Sequence[str]: ...
@@ -115,15 +118,24 @@ class Children:
         thread_id: int,
         sender_id: str | None,
         root_budget: RunBudget | None,
+        trace: RunTrace | None = None,
         kind: str = "foreground",
     ) -> ChildOutcome:
         """Run ``plan`` to its answer in process; raises what the loop raises (a provider
-        failure, cancellation), after ending the child's run row."""
+        failure, cancellation), after ending the child's run row.
+
+        ``trace`` is the parent's: the child's start and end are recorded there, and the
+        child's own events go into a trace of its own written with the parent's."""
         assert self.tools is not None, "attach() the host tools first"
         persona, lineage = plan.persona, plan.lineage
         run_id = await self.db.run_transaction(self._start_run, persona, thread_id, lineage, kind)
         if plan.progress_events:
             self._progress[run_id] = []
+        parent_trace = trace or NULL_TRACE
+        child_trace = parent_trace.child_trace(run_id, persona=persona.name, thread_id=thread_id)
+        name = plan.id_prefix or persona.name
+        parent_trace.child_started(run_id, name=name, mode=kind)
+        started = time.monotonic()
         box = self.tools.toolbox(
             persona,
             thread_id,
@@ -132,6 +144,7 @@ class Children:
             budget=root_budget,
             depth=lineage.depth,
             root_run_id=lineage.root_run_id,
+            trace=child_trace,
         )
         system = system_prompt(
             persona,
@@ -140,6 +153,9 @@ class Children:
             current_channel="",
             tool_instructions=self.tools.instructions(persona),
         )
+        findings = await findings_prompt(self.db, lineage.root_run_id)
+        if findings:
+            system = f"{system}\n\n{findings}"
         label = f"{plan.id_prefix}-{run_id}" if plan.id_prefix else str(run_id)
         log.info(
             "child %s (%s, depth %d) started by run %s", label, kind, lineage.depth, lineage.parent_run_id
@@ -155,9 +171,17 @@ class Children:
                 max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
                 call_timeout=self.settings.agent.turn_timeout,
                 budget=child_budget(persona, plan.max_tool_rounds),
+                trace=child_trace,
             )
         except BaseException as exc:
             status = "canceled" if isinstance(exc, asyncio.CancelledError) else "failed"
+            parent_trace.child_ended(
+                run_id,
+                name=name,
+                status=status,
+                duration_ms=(time.monotonic() - started) * 1000,
+                error_class=type(exc).__name__,
+            )
             await self._end(run_id, status, str(exc) or type(exc).__name__)
             raise
         finally:
@@ -165,6 +189,14 @@ class Children:
             progress = self._progress.pop(run_id, [])
         if root_budget is not None:
             root_budget.charge(result.usage)
+        parent_trace.child_ended(
+            run_id,
+            name=name,
+            status="completed",
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+            duration_ms=(time.monotonic() - started) * 1000,
+        )
         await self.db.run_transaction(
             _complete, run_id, persona.model_ref, result.usage, result.model_calls, time.time()
         )

@@ -55,7 +55,7 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> Any:
         )
     try:
         outcome = await service.run(
-            plan, thread_id=ctx.thread_id, sender_id=ctx.sender_id, root_budget=ctx.budget
+            plan, thread_id=ctx.thread_id, sender_id=ctx.sender_id, root_budget=ctx.budget, trace=ctx.trace
         )
     except ProviderError as exc:
         raise ToolError(

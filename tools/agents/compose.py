@@ -51,6 +51,7 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> Any:
             thread_id=ctx.thread_id,
             sender_id=ctx.sender_id,
             root_budget=ctx.budget,
+            trace=ctx.trace,
             kind="node",
         )
 

@@ -76,6 +76,7 @@ async def _fork(ctx: ToolContext, skill: Skill, arguments: str) -> dict[str, Any
         thread_id=ctx.thread_id,
         sender_id=ctx.sender_id,
         root_budget=ctx.budget,
+        trace=ctx.trace,
     )
     return {"skill": skill.name, "mode": "fork", **outcome.public()}
 

@@ -276,3 +276,37 @@ async def test_a_child_whose_model_fails_is_an_error_naming_the_model(tmp_path: 
         )
     assert turn.text.startswith("ERROR the child agent's model fake:flaky failed")
     assert run["status"] == "failed"
+
+
+async def test_a_child_starts_with_the_trees_findings_and_its_run_is_in_the_parents_trace(
+    tmp_path: Path,
+) -> None:
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(
+                Call("workspace_publish", {"type": "finding", "subject": "db", "content": "PORT-IS-5433"}),
+                Call("agent", {"prompt": "CHILD check the port", "id_prefix": "porter"}),
+                final=last_result,
+            ),
+            CHILD=lambda body: Reply(text="checked", input_tokens=7, output_tokens=3),
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake, [*PARENT, "workspace.share"])) as gw:
+        await say(gw, "go")
+        db = gw.components.db
+        child_run = await fetch_row(db, "SELECT * FROM child_runs")
+        events = await fetch_rows(db, "SELECT * FROM run_events ORDER BY id")
+    (child_request,) = of(fake.requests, "CHILD")
+    assert "PORT-IS-5433" in json.dumps(child_request["system"])
+    parent_children = [
+        json.loads(e["payload"])
+        for e in events
+        if e["run_id"] == child_run["root_run_id"] and e["kind"] == "child"
+    ]
+    assert [(p["event"], p["child_run_id"]) for p in parent_children] == [
+        ("started", child_run["run_id"]),
+        ("ended", child_run["run_id"]),
+    ]
+    assert parent_children[-1]["status"] == "completed"
+    child_calls = [e for e in events if e["run_id"] == child_run["run_id"] and e["kind"] == "model_call"]
+    assert len(child_calls) == 1 and child_calls[0]["root_run_id"] == child_run["root_run_id"]
