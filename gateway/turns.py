@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from connectors.base import Connector, ThreadKey
 from gateway.budgets import RunBudget
@@ -29,7 +29,7 @@ from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
 from gateway.poster import ChannelPoster
 from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in, keep_run_in
-from gateway.runtime.agent import NoTools, ToolBox, TurnResult, run_agent
+from gateway.runtime.agent import TurnResult, run_agent
 from gateway.runtime.context import (
     ChannelInfo,
     build_transcript,
@@ -37,7 +37,7 @@ from gateway.runtime.context import (
     system_prompt,
     transcript_rows,
 )
-from gateway.runtime.model import ChatMessage, ModelProvider, ProviderError, Usage
+from gateway.runtime.model import ChatMessage, ModelProvider, Usage
 from gateway.skills import skill_entries, skills_section
 from gateway.store.db import Database
 from gateway.store.memory import list_items
@@ -46,96 +46,10 @@ from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, r
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
 from gateway.tracing import RunTrace
+from gateway.turn_notices import STOPPED, failure_notice
+from gateway.turn_seams import NoTurnTools, ScheduleResults, TurnHooks, TurnTools
 
 log = logging.getLogger("talon.turns")
-
-# What the chat is told when a turn fails for good, by what failed.
-APOLOGY = (
-    "Sorry — I couldn't answer that: the model provider failed. The operator can find the details in the log."
-)
-NOT_SAVED = (
-    "Sorry — I wrote a reply but could not save it: {reason}. The operator can find the details in the log."
-)
-TIMED_OUT = (
-    "Sorry — I couldn't answer that in time: the turn ran past its time limit. "
-    "The operator can find the details in the log."
-)
-INTERNAL = (
-    "Sorry — I couldn't answer that: something went wrong inside the gateway. "
-    "The operator can find the details in the log."
-)
-STOPPED = "Stopped."
-
-
-def failure_notice(failure: BaseException | None) -> str:
-    """The chat's notice for a turn that ``failure`` ended for good."""
-    if isinstance(failure, ProviderError):
-        return APOLOGY
-    if isinstance(failure, ReplyNotSavedError):
-        return NOT_SAVED.format(reason=failure.reason)
-    if isinstance(failure, TimeoutError):
-        return TIMED_OUT
-    return INTERNAL
-
-
-class TurnTools(Protocol):
-    """The plug-in point for tools: what a persona gets in a given turn."""
-
-    def toolbox(
-        self,
-        persona: Persona,
-        thread_id: int,
-        run_id: int,
-        *,
-        sender_id: str | None = None,
-        budget: RunBudget | None = None,
-        trace: RunTrace | None = None,
-    ) -> ToolBox: ...
-
-    def instructions(self, persona: Persona) -> Sequence[str]: ...
-
-    def release(self, run_id: int) -> None: ...
-
-
-class NoTurnTools:
-    def toolbox(
-        self,
-        persona: Persona,
-        thread_id: int,
-        run_id: int,
-        *,
-        sender_id: str | None = None,
-        budget: RunBudget | None = None,
-        trace: RunTrace | None = None,
-    ) -> ToolBox:
-        return NoTools()
-
-    def instructions(self, persona: Persona) -> Sequence[str]:
-        return ()
-
-    def release(self, run_id: int) -> None:
-        return None
-
-
-class TurnHooks(Protocol):
-    """Extensions that follow turns on their own threads (delegated tasks, background agents)."""
-
-    async def prepare(self, thread: ThreadRow, persona: Persona) -> tuple[Persona, float | None]:
-        """The persona a turn on ``thread`` runs as (a profile may narrow its tools or change
-        its provider) and a turn timeout other than the configured one (or None)."""
-
-    async def turn_started(self, thread: ThreadRow, batch: Batch, run_id: int) -> None: ...
-
-    async def turn_ended(
-        self, thread: ThreadRow, batch: Batch, status: str, text: str, error: str | None
-    ) -> None:
-        """``status``: completed, failed or canceled (``text`` is the reply when completed)."""
-
-
-class ScheduleResults(Protocol):
-    async def __call__(
-        self, schedule_id: str, due_at: float, *, status: str, run_id: int | None, error: str | None
-    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

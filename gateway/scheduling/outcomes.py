@@ -1,6 +1,6 @@
 """What happens around a scheduled run: its attempts in the history, its notification.
 
-:class:`ScheduleHook` follows the turns of agent schedules (a :class:`gateway.turns.TurnHooks`):
+:class:`ScheduleHook` follows the turns of agent schedules (a :class:`gateway.turn_seams.TurnHooks`):
 each attempt's start is recorded with its attempt number, and when the turn is over the end of
 the reply is kept as the run's output tail and the notification policy is applied.
 :class:`ScheduleNotifier` posts through :class:`gateway.poster.ChannelPoster`, the one way to

@@ -11,7 +11,7 @@ import pytest
 
 from gateway import turns
 from gateway.runtime.agent import TurnResult, run_agent
-from gateway.turns import INTERNAL
+from gateway.turn_notices import INTERNAL
 from tests.fakes.model_api import FakeAnthropic
 from tests.harness import provider_for, running_gateway, say, write_config
 

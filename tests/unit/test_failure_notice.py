@@ -6,7 +6,7 @@ import sqlite3
 
 from gateway.queue import ReplyNotSavedError
 from gateway.runtime.model import ProviderError
-from gateway.turns import failure_notice
+from gateway.turn_notices import failure_notice
 
 
 def test_a_provider_failure_names_the_model_provider() -> None:
