@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from gateway.errors import RefusedError
 
@@ -127,5 +127,11 @@ class HostTool:
     # Whether the tool can run on this host (bash needs bubblewrap); None: always. A tool
     # that cannot is not offered at all.
     available: Callable[[], bool] | None = None
-    # Offered only to child agents (a run with a root run above it): workspace_subscribe.
-    children_only: bool = False
+    # Which runs are offered the tool: "any"; "children" (a run with a root run above it:
+    # workspace_subscribe); "roots" (not child agents: procedure_write, since a child's
+    # lessons are its parent's to keep).
+    offered_to: Literal["any", "children", "roots"] = "any"
+
+    def offered_in(self, *, child: bool) -> bool:
+        """Whether a run that is (``child``) or is not a child agent is offered this tool."""
+        return self.offered_to == "any" or (self.offered_to == "children") == child

@@ -284,7 +284,7 @@ class Bridge:
         if persona is None:
             return []
         child = identity.root_run_id is not None
-        return [t for t in self._tools if self._may_list(persona, t) and (child or not t.children_only)]
+        return [t for t in self._tools if self._may_list(persona, t) and t.offered_in(child=child)]
 
     def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> Decision:
         if tool.scope_arg is not None:
@@ -327,8 +327,9 @@ class Bridge:
             reason = check(labels, tool, {}).reason
             self._record(identity, tool.mcp_name, "refused", detail=reason)
             return CallResult(reason, True, refused=True, unknown_tool=True, error_class="not_permitted")
-        if tool.children_only and identity.root_run_id is None:
-            reason = f"{tool.mcp_name} is offered to child agents only"
+        if not tool.offered_in(child=identity.root_run_id is not None):
+            whom = "child agents" if tool.offered_to == "children" else "top-level runs, not to child agents"
+            reason = f"{tool.mcp_name} is offered to {whom} only"
             self._record(identity, tool.mcp_name, "refused", detail=reason)
             return CallResult(reason, True, refused=True, unknown_tool=True, error_class="not_permitted")
         problem = self._checkers[tool.mcp_name].problem(args)

@@ -104,5 +104,5 @@ SUBSCRIBE = HostTool(
         "additionalProperties": False,
     },
     handler=handle_subscribe,
-    children_only=True,
+    offered_to="children",
 )

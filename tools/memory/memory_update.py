@@ -45,6 +45,11 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     if not keys:
         raise ToolError("this persona holds no memory.access label that opens a scope")
     if target == "hot":
+        if ctx.root_run_id is not None:
+            raise ToolError(
+                "a child agent cannot replace hot memory; store what you learned with target fact, "
+                "or report it in your answer for the parent to keep"
+            )
         return await _hot(ctx, args, action, keys)
     if action == "set":
         return await _add(ctx, args, _default_key(ctx, args, keys))
@@ -155,7 +160,8 @@ TOOL = HostTool(
         "Store a fact in your searchable memory, or replace your hot memory: a short block (at most "
         f"{MAX_HOT_CHARS} characters) that every later turn's system prompt carries. target fact: action set "
         "stores a new fact (category required), supersede replaces fact `supersedes` keeping it as history, "
-        "remove deletes fact `id`. target hot: only set, with the whole new block ('' clears it). scope: "
+        "remove deletes fact `id`. target hot: only set, with the whole new block ('' clears it; not for "
+        "child agents). scope: "
         "thread, user (the person you are answering, private to them) or persona (everyone who talks to "
         "you); default user when this turn answers one person and your labels allow it, else thread."
     ),

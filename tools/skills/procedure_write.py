@@ -100,4 +100,5 @@ TOOL = HostTool(
         "additionalProperties": False,
     },
     handler=handle,
+    offered_to="roots",
 )

@@ -310,3 +310,31 @@ async def test_a_child_starts_with_the_trees_findings_and_its_run_is_in_the_pare
     assert parent_children[-1]["status"] == "completed"
     child_calls = [e for e in events if e["run_id"] == child_run["run_id"] and e["kind"] == "model_call"]
     assert len(child_calls) == 1 and child_calls[0]["root_run_id"] == child_run["root_run_id"]
+
+
+async def test_a_child_may_store_facts_but_neither_writes_procedures_nor_replaces_hot_memory(
+    tmp_path: Path,
+) -> None:
+    child = calls_then(
+        Call("memory_update", {"target": "hot", "action": "set", "content": "CHILD-HOT"}),
+        Call("procedure_write", {"name": "child-steps", "content": "1. step"}),
+        final=lambda results: json.dumps([[error, text[:200]] for error, text in results]),
+    )
+    fake = FakeAnthropic(
+        responder=routed(
+            go=calls_then(Call("agent", {"prompt": "CHILD remember things"}), final=last_result),
+            CHILD=child,
+        )
+    )
+    async with fake, running_gateway(config(tmp_path, fake, [*PARENT, "memory.access:persona"])) as gw:
+        turn = await say(gw, "go")
+        hot = await fetch_rows(gw.components.db, "SELECT * FROM memory_hot WHERE content LIKE '%CHILD-HOT%'")
+    parent_request = of(fake.requests, "go")[0]
+    assert "procedure_write" in tool_names(parent_request)
+    child_request = of(fake.requests, "CHILD")[0]
+    assert "memory_update" in tool_names(child_request)
+    assert "procedure_write" not in tool_names(child_request)
+    (hot_result, procedure_result) = json.loads(parsed(turn.text)["result"])
+    assert hot_result[0] and "cannot replace hot memory" in hot_result[1]
+    assert procedure_result[0] and "not to child agents" in procedure_result[1]
+    assert hot == []

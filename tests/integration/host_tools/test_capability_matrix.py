@@ -86,7 +86,7 @@ def _wrong_scope(tool: HostTool) -> str | None:
 def _sharing(tool: HostTool) -> set[str]:
     """The tools one label of ``tool``'s prefix lists to a turn (persona.send covers three; a
     tool for child agents only is not among them)."""
-    return {t.mcp_name for t in TOOLS if t.prefix == tool.prefix and not t.children_only}
+    return {t.mcp_name for t in TOOLS if t.prefix == tool.prefix and t.offered_in(child=False)}
 
 
 def _personas() -> dict[str, dict[str, Any]]:
@@ -121,7 +121,7 @@ async def _listed(env: BridgeEnv, persona: str) -> tuple[set[str], list[dict[str
     return {t["name"] for t in tools}, tools, identity
 
 
-@pytest.mark.parametrize("tool", [t for t in TOOLS if not t.children_only], ids=lambda t: t.mcp_name)
+@pytest.mark.parametrize("tool", [t for t in TOOLS if t.offered_in(child=False)], ids=lambda t: t.mcp_name)
 async def test_with_the_label_the_tool_is_listed_with_its_schema_and_allowed(
     env: BridgeEnv, tool: Any
 ) -> None:
@@ -170,4 +170,4 @@ async def test_a_persona_with_every_label_lists_every_tool_in_registry_order(tmp
         _, tools, _ = await _listed(env, "assistant")
     finally:
         await env.close()
-    assert [t["name"] for t in tools] == [t.mcp_name for t in TOOLS if not t.children_only]
+    assert [t["name"] for t in tools] == [t.mcp_name for t in TOOLS if t.offered_in(child=False)]
