@@ -228,7 +228,13 @@ async def test_personas_shows_what_each_persona_may_do_without_a_daemon(tmp_path
     assert code == 0, err
     lines = [line.split() for line in out.splitlines()]
     assert ["model:", "local:llama"] in lines
-    assert ["memory.access:thread", "memory_access,", "memory_search,", "memory_update,", "procedure_write"] in lines
+    assert [
+        "memory.access:thread",
+        "memory_access,",
+        "memory_search,",
+        "memory_update,",
+        "procedure_write",
+    ] in lines
     assert ["channel.send:console", "channel_send"] in lines
     assert ["echo", "python3", "echo.py"] in lines
     assert ["sub-agents:", "session-summarizer"] in lines
