@@ -67,12 +67,16 @@ async def run_doctor(settings: Settings, *, config: Path | None, fix: bool = Fal
     for level, text in findings:
         getattr(report, level)(text)
 
-    shell_users = [p.name for p in personas.values() if any(c.startswith("shell.exec") for c in p.capabilities)]
+    shell_users = [
+        p.name for p in personas.values() if any(c.startswith("shell.exec") for c in p.capabilities)
+    ]
     if shell_users:
         from gateway.sandbox import sandbox_problem
 
         print("workspace shell")
-        problem = sandbox_problem(fix="do without bash, wait_for and git_read, which are not offered until then")
+        problem = sandbox_problem(
+            fix="do without bash, wait_for and git_read, which are not offered until then"
+        )
         if problem:
             report.warn(f"{problem} (shell.exec: {', '.join(shell_users)})")
         else:

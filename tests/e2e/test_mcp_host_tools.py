@@ -172,7 +172,13 @@ async def test_the_mcp_inspector_cli_lists_and_calls_host_tools(daemon: tuple[Pa
     )
     assert listed[0] == 0, listed
     tools = json.loads(listed[1])["tools"]
-    assert [t["name"] for t in tools] == ["channel_send", "memory_access", "memory_search", "memory_update", "procedure_write"]
+    assert [t["name"] for t in tools] == [
+        "channel_send",
+        "memory_access",
+        "memory_search",
+        "memory_update",
+        "procedure_write",
+    ]
     assert tools[1]["inputSchema"]["properties"]["operation"]["enum"] == ["read", "write", "delete", "list"]
     assert wrote[0] == 0 and json.loads(wrote[1])["isError"] is False, wrote
     assert read[0] == 0 and json.loads(json.loads(read[1])["content"][0]["text"])["value"] == "Oslo", read
