@@ -178,15 +178,7 @@ def persona_runs(
 ) -> list[int]:
     """Ids of ``persona``'s most recent traced runs (newest first), begun at ``since`` or later,
     without ``exclude``."""
-    sql = "SELECT run_id, MIN(at) AS began FROM run_events WHERE persona = ?"
-    params: list[Any] = [persona]
-    if exclude is not None:
-        sql += " AND run_id != ?"
-        params.append(exclude)
-    sql += " GROUP BY run_id"
-    if since is not None:
-        sql += " HAVING MAX(at) >= ?"
-        params.append(since)
+    sql, params = _persona_runs_query(persona, since, exclude)
     rows = conn.execute(sql + " ORDER BY run_id DESC LIMIT ?", [*params, limit]).fetchall()
     return [int(r[0]) for r in rows]
 
@@ -195,6 +187,13 @@ def persona_run_count(
     conn: sqlite3.Connection, persona: str, *, since: float | None = None, exclude: int | None = None
 ) -> int:
     """How many traced runs :func:`persona_runs` could return without a limit."""
+    sql, params = _persona_runs_query(persona, since, exclude)
+    (count,) = conn.execute(f"SELECT COUNT(*) FROM ({sql})", params).fetchone()
+    return int(count)
+
+
+def _persona_runs_query(persona: str, since: float | None, exclude: int | None) -> tuple[str, list[Any]]:
+    """The runs of ``persona`` (one row each), ended at ``since`` or later, without ``exclude``."""
     sql = "SELECT run_id FROM run_events WHERE persona = ?"
     params: list[Any] = [persona]
     if exclude is not None:
@@ -204,8 +203,7 @@ def persona_run_count(
     if since is not None:
         sql += " HAVING MAX(at) >= ?"
         params.append(since)
-    (count,) = conn.execute(f"SELECT COUNT(*) FROM ({sql})", params).fetchone()
-    return int(count)
+    return sql, params
 
 
 def search_events(
