@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.model_api import Call, FakeAnthropic, Reply, _write_atomically
+from tests.fakes.model_api import Call, FakeAnthropic, Reply, _write_atomically, serve_until_stopped
 from tests.fakes.model_script import Step, last_user_text
 
 GRAPH = {
@@ -78,17 +77,9 @@ def responder(counts: Counter[str], counts_file: Path, hold: float):
 
 async def serve(port_file: Path, counts_file: Path, hold: float, max_seconds: float) -> None:
     counts: Counter[str] = Counter()
-    fake = FakeAnthropic(responder=responder(counts, counts_file, hold))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    async with fake:
-        _write_atomically(port_file, fake.base_url)
-        try:
-            await asyncio.wait_for(stop.wait(), max_seconds)
-        except TimeoutError:
-            pass
+    await serve_until_stopped(
+        FakeAnthropic(responder=responder(counts, counts_file, hold)), port_file, max_seconds
+    )
 
 
 def main() -> None:

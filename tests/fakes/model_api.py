@@ -333,6 +333,11 @@ async def serve(
     fake: _FakeModelAPI = (FakeAnthropic if kind == "anthropic" else FakeOpenAI)(
         responder=responder, port=port
     )
+    await serve_until_stopped(fake, port_file, max_seconds)
+
+
+async def serve_until_stopped(fake: _FakeModelAPI, port_file: Path, max_seconds: float) -> None:
+    """Run ``fake`` until SIGTERM/SIGINT or ``max_seconds``, its base URL written to ``port_file``."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
