@@ -29,6 +29,7 @@ from aiohttp import web
 
 from tests.fakes.discord_api import payloads as p
 from tests.fakes.discord_api.gateway import Gateway
+from tests.fakes.discord_api.interactions import Interactions
 
 __all__ = ["FakeDiscord"]
 
@@ -97,6 +98,16 @@ class FakeDiscord:
             ready_payloads=self._ready_payloads,
             new_session_id=lambda: f"session-{p.snowflake()}",
         )
+        self.interactions = Interactions(
+            app_id=self.bot_id,
+            guild_id=self.guild_id,
+            bot_user=self.bot_user,
+            channels=self._channels,
+            messages=self._messages,
+            users=self._users,
+            dispatch=self.gateway.broadcast,
+            record_sent=lambda cid, message: self._sent[cid].append(message),
+        )
         self._runner: web.AppRunner | None = None
         self._port = 0
 
@@ -113,6 +124,7 @@ class FakeDiscord:
         app.router.add_post("/api/v10/channels/{cid}/messages", self._create_message)
         app.router.add_post("/api/v10/channels/{cid}/typing", self._trigger_typing)
         app.router.add_get("/attachments/{aid}/{filename}", self._get_file)
+        app.router.add_routes(self.interactions.routes())
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -304,7 +316,11 @@ class FakeDiscord:
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        public = request.path in ("/gateway", "/api/v10/gateway") or request.path.startswith("/attachments/")
+        public = (
+            request.path in ("/gateway", "/api/v10/gateway")
+            or request.path.startswith("/attachments/")
+            or Interactions.is_public(request.path)
+        )
         if not public and request.headers.get("Authorization") != f"Bot {self.token}":
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         try:
@@ -431,6 +447,7 @@ class FakeDiscord:
                 p.attachment(p.snowflake(), str(f["filename"]), int(f["size"]), "", None) for f in files
             ],
         )
+        message["components"] = list(body.get("components") or [])
         record = {**message, "allowed_mentions": body.get("allowed_mentions"), "files": files}
         self._messages[message["id"]] = message
         self._sent[cid].append(record)

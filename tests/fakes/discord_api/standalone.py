@@ -159,6 +159,7 @@ def _app(fake: ChaoticDiscord) -> web.Application:
     app.router.add_post("/api/v10/channels/{cid}/messages", fake._create_message)
     app.router.add_post("/api/v10/channels/{cid}/typing", fake._trigger_typing)
     app.router.add_get("/attachments/{aid}/{filename}", fake._get_file)
+    app.router.add_routes(fake.interactions.routes())
     return app
 
 
