@@ -52,6 +52,7 @@ from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
+from gateway.watchdog import SystemdNotifier
 from tools.schedules.shell_runner import ShellScheduleRunner
 
 if TYPE_CHECKING:
@@ -364,12 +365,23 @@ async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, gateway.request_stop)
+    systemd = SystemdNotifier.from_environ()
+    pinging: asyncio.Task[None] | None = None
+    if systemd is not None:
+        systemd.notify("READY=1\nSTATUS=ready")
+        pinging = asyncio.create_task(systemd.ping_forever(), name="systemd-watchdog")
     try:
         await gateway.wait_stopped()
         log.info("stopping: no new messages; running turns get %.0fs", settings.shutdown_grace)
     finally:
+        if systemd is not None:
+            systemd.notify("STOPPING=1")
         settled.cancel()
-        await gateway.close()
+        try:
+            await gateway.close()  # still pinging: a shutdown that hangs the loop gets killed too
+        finally:
+            if pinging is not None:
+                pinging.cancel()
     log.info("stopped")
     return 0
 
