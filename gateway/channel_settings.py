@@ -103,7 +103,39 @@ class ChannelBase(_Strict):
         return None
 
 
+class RolesSettings(_Strict):
+    """Who holds which sender role in a channel (stable platform user ids); everyone else is
+    a member. What each role may do is the persona's ``role_capabilities``."""
+
+    owner: list[str] = Field([], description="user ids of the owners")
+    admin: list[str] = Field([], description="user ids of the admins")
+    guest: list[str] = Field([], description="user ids of the guests")
+
+    @field_validator("owner", "admin", "guest", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        return [str(v) for v in value] if isinstance(value, list) else value
+
+    def role_of(self, sender_id: str | None) -> str:
+        """``owner``, ``admin``, ``guest`` or ``member``; a user listed twice holds the narrower role."""
+        for role in ("guest", "admin", "owner"):
+            if sender_id is not None and sender_id in getattr(self, role):
+                return role
+        return "member"
+
+
+SessionScope = Literal["chat", "user", "topic"]
+SESSION_SCOPE_HELP = (
+    "which messages share one conversation: chat (the whole chat, its topics too), user (each sender "
+    "their own, within a topic), topic (each forum topic / Slack thread / Discord thread); null = topic"
+)
+
+
 class _ChatChannel(ChannelBase):
+    roles: RolesSettings = Field(
+        RolesSettings(), description="sender roles by user id; everyone else is a member"
+    )
+    session_scope: SessionScope | None = Field(None, description=SESSION_SCOPE_HELP)
     allowed_users: list[str] = Field(
         [], description="platform user ids that may reach the bot; empty = anyone"
     )

@@ -18,6 +18,7 @@ from dotenv import dotenv_values
 from pydantic import Field, ValidationError, field_validator
 
 from gateway.backoff import Backoff
+from gateway.browser_settings import BrowserSettings
 from gateway.channel_settings import (
     DEFAULT_MAX_INBOUND_CHARS,
     SECRET_HINTS,
@@ -28,6 +29,8 @@ from gateway.channel_settings import (
     DiscordChannel,
     PacingSettings,
     RateLimitSettings,
+    RolesSettings,
+    SessionScope,
     SlackChannel,
     TelegramChannel,
     TypingInterval,
@@ -56,6 +59,7 @@ __all__ = [
     "ProviderSettings",
     "QueueSettings",
     "RateLimitSettings",
+    "RolesSettings",
     "SchedulerSettings",
     "Settings",
     "SlackChannel",
@@ -123,6 +127,10 @@ class Binding(_Strict):
     persona: str = Field(pattern=_NAME, description="the persona folder (in personas_dir) that answers")
     chat: str | None = Field(
         None, description="one chat id of that channel, which then wins over its default; null = the default"
+    )
+
+    session_scope: SessionScope | None = Field(
+        None, description="overrides the channel's session_scope for this chat; null = the channel's"
     )
 
     @field_validator("chat", mode="before")
@@ -248,6 +256,7 @@ class Settings(_Strict):
         OutboxSettings(), description="outbound delivery, one row per rendered chunk"
     )
     net_http: NetHttpSettings = Field(NetHttpSettings(), description="the net_http host tool")
+    browser: BrowserSettings = Field(BrowserSettings(), description="the browser tools' headless Chromium")
     scheduler: SchedulerSettings = Field(SchedulerSettings(), description="cron and one-shot schedules")
     delegation: DelegationSettings = Field(
         DelegationSettings(), description="persona_send and background agents"

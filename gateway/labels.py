@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +25,7 @@ __all__ = [
     "ANY",
     "KNOWN_LABELS",
     "MEMORY_SCOPES",
+    "ROLES",
     "STATE_SCOPES",
     "WORKSPACE_SCOPES",
     "Decision",
@@ -33,10 +34,14 @@ __all__ = [
     "check",
     "example_label",
     "granted_scopes",
+    "holds",
     "label_problem",
     "may_list",
     "narrow_labels",
+    "narrowest_role",
     "parse_label",
+    "role_labels",
+    "tool_prefixes",
 ]
 
 ANY = "*"
@@ -64,6 +69,7 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "jobs.manage": None,
     "workspace.share": None,
     "runtime.inspect": None,
+    "web.search": None,
     # Granted by the runtime to a child agent whose parent asked for progress_events.
     "agent.progress": None,
 }
@@ -128,6 +134,26 @@ class LabelledTool(Protocol):
     @property
     def scope_arg(self) -> str | None:
         """The argument a label's scope restricts, or ``None``."""
+
+    # Optional: ``prefix_by_arg = (argument, {value: prefix})``, a call whose argument has one of
+    # those values needing that prefix instead of ``prefix`` (web_scrape's search mode).
+
+
+def tool_prefixes(tool: LabelledTool) -> tuple[str, ...]:
+    """Every prefix a call of ``tool`` may need: its ``prefix``, then those of ``prefix_by_arg``."""
+    by_arg = getattr(tool, "prefix_by_arg", None)
+    extra = tuple(dict.fromkeys(by_arg[1].values())) if by_arg else ()
+    return (tool.prefix, *(p for p in extra if p != tool.prefix))
+
+
+def _call_prefix(tool: LabelledTool, args: Mapping[str, Any]) -> str:
+    """The prefix this call of ``tool`` needs, given its arguments."""
+    by_arg = getattr(tool, "prefix_by_arg", None)
+    if by_arg:
+        value = args.get(by_arg[0])
+        if isinstance(value, str) and value in by_arg[1]:
+            return by_arg[1][value]
+    return tool.prefix
 
 
 def _usage(prefix: str) -> str:
@@ -225,19 +251,27 @@ def _grants(labels: Iterable[str], prefix: str) -> list[ParsedLabel]:
 
 
 def may_list(labels: Iterable[str], tool: LabelledTool) -> bool:
-    """Whether ``tool`` is offered to a persona holding ``labels``.
+    """Whether ``tool`` is offered to a persona holding ``labels``: a label carries one of the
+    tool's prefixes (:func:`tool_prefixes`).
 
     Args:
         labels (Iterable[:obj:`str`]): The persona's capability labels.
         tool (:class:`LabelledTool`): The tool in question.
     """
-    return bool(_grants(labels, tool.prefix))
+    held = tuple(labels)
+    return any(holds(held, prefix) for prefix in tool_prefixes(tool))
+
+
+def holds(labels: Iterable[str], prefix: str) -> bool:
+    """Whether a valid label of ``labels`` carries ``prefix``, whatever its scope."""
+    return bool(_grants(labels, prefix))
 
 
 def check(labels: Iterable[str], tool: LabelledTool, args: Mapping[str, Any]) -> Decision:
     """Decide whether a persona holding ``labels`` may call ``tool`` with ``args``.
 
-    The tool must be listable (:func:`may_list`), and when the tool has a ``scope_arg`` the
+    A label must carry the prefix this call needs (the tool's ``prefix``, or the one its
+    ``prefix_by_arg`` names for the call's arguments), and when the tool has a ``scope_arg`` the
     value of that argument must be allowed by a label's scope: ``*`` allows any value, a
     name allows exactly that value.
 
@@ -249,16 +283,20 @@ def check(labels: Iterable[str], tool: LabelledTool, args: Mapping[str, Any]) ->
     Returns:
         :class:`Decision`
     """
-    grants = _grants(labels, tool.prefix)
+    prefix = _call_prefix(tool, args)
+    grants = _grants(labels, prefix)
     if not grants:
+        by_arg = getattr(tool, "prefix_by_arg", None)
+        what = tool.mcp_name
+        if by_arg and prefix != tool.prefix:
+            what += f" with {by_arg[0]} {args.get(by_arg[0])!r}"
         return Decision(
-            False,
-            f"{tool.mcp_name} needs the capability {_usage(tool.prefix)!r}, which this persona does not hold",
+            False, f"{what} needs the capability {_usage(prefix)!r}, which this persona does not hold"
         )
     if tool.scope_arg is None:
         return Decision(True, f"allowed by {_render(grants[0])}")
     if any(g.scope == ANY for g in grants):
-        return Decision(True, f"allowed by {tool.prefix}:{ANY}")
+        return Decision(True, f"allowed by {prefix}:{ANY}")
     value = args.get(tool.scope_arg)
     allowed = [g.scope for g in grants if g.scope is not None]
     if not isinstance(value, str) or not value:
@@ -267,7 +305,7 @@ def check(labels: Iterable[str], tool: LabelledTool, args: Mapping[str, Any]) ->
             f"{tool.mcp_name} needs {tool.scope_arg} as a non-empty string; allowed: {', '.join(allowed)}",
         )
     if value in allowed:
-        return Decision(True, f"allowed by {tool.prefix}:{value}")
+        return Decision(True, f"allowed by {prefix}:{value}")
     return Decision(
         False,
         f"{tool.scope_arg} {value!r} is not permitted for this persona; "
@@ -312,3 +350,28 @@ def _narrower(prefix: str, a: str | None, b: str | None) -> str | bool | None:
         return a if b == ANY else False
     words = _words(expected or "")
     return a if words.index(a or "") < words.index(b or "") else b
+
+
+# Sender roles, narrowest first: a channel's ``roles`` name owners, admins and guests; every
+# other sender is a member.
+ROLES: tuple[str, ...] = ("guest", "member", "admin", "owner")
+
+
+def narrowest_role(roles: Iterable[str]) -> str | None:
+    """The narrowest of ``roles`` (a batch with a guest's message runs as the guest), or ``None``."""
+    ranked = [ROLES.index(r) for r in roles if r in ROLES]
+    return ROLES[min(ranked)] if ranked else None
+
+
+def role_labels(
+    held: Sequence[str], role_capabilities: Mapping[str, Sequence[str]], role: str | None
+) -> tuple[str, ...]:
+    """The labels a turn holds: the persona's ``held`` labels narrowed by the sender's ``role``.
+
+    ``role_capabilities`` is the persona's ``role_capabilities``: a role it lists holds
+    :func:`narrow_labels` of the persona's labels and that list; a role it does not list (or no
+    role: a scheduled turn, a delegated task) keeps every label of the persona.
+    """
+    if role is None or role not in role_capabilities:
+        return tuple(held)
+    return narrow_labels(held, role_capabilities[role])

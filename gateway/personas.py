@@ -87,7 +87,20 @@ class PersonaFile(BaseModel):
     """The schema of persona.yaml."""
 
     model_config = ConfigDict(extra="forbid")
-    model: str = Field(description="`<provider>:<model>`, with a provider from talon.yaml")
+    model: str | list[str] = Field(
+        description="`<provider>:<model>`, with a provider from talon.yaml; a list: the first, then the "
+        "others in turn when it is overloaded, rate-limited, failing (408, 429, 5xx) or timing out before "
+        "any text reached the chat"
+    )
+    fallbacks: list[str] = Field(
+        [],
+        description="more `<provider>:<model>` tried after model, the same way (model as a list is the same)",
+    )
+    role_capabilities: dict[Literal["guest", "member", "admin", "owner"], list[str]] = Field(
+        {},
+        description="per sender role (a channel's roles), the labels it may use of capabilities: a turn "
+        "holds both lists' labels, the narrower scope of each; a role not listed holds all capabilities",
+    )
     description: str | None = Field(
         None, description="a note for whoever edits the persona; cards use the first line of system.md"
     )
@@ -140,6 +153,9 @@ class Persona:
     max_turns: int | None = None
     max_tokens: int | None = None
     budgets: BudgetLimits = DEFAULT_LIMITS
+    fallbacks: tuple[str, ...] = ()  # `<provider>:<model>` tried after the first, in order
+    role_capabilities: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    role: str | None = None  # the sender role a turn runs as; its capabilities are already narrowed
 
     @property
     def model_ref(self) -> str:
@@ -223,11 +239,21 @@ def _load_one(
         shown = describe_validation(exc, PersonaFile, where=_key_path, origins=origins)
         problems += [f"{where}/persona.yaml: {p}" for p in shown]
         return None
-    wrong_model = model_ref_problem(spec.model, list(settings.providers), origins.get("model"))
-    if wrong_model:
-        problems.append(f"{where}/persona.yaml: model: {wrong_model}")
+    refs = [spec.model] if isinstance(spec.model, str) else list(spec.model)
+    refs += spec.fallbacks
+    if not refs:
+        problems.append(f"{where}/persona.yaml: model: an empty list; name at least one '<provider>:<model>'")
         return None
-    provider, _, model = spec.model.partition(":")
+    wrong = [
+        (i, why)
+        for i, ref in enumerate(refs)
+        if (why := model_ref_problem(ref, list(settings.providers), origins.get("model"))) is not None
+    ]
+    for i, why in wrong:
+        problems.append(f"{where}/persona.yaml: {_model_key(spec, i)}: {why}")
+    if wrong:
+        return None
+    provider, _, model = refs[0].partition(":")
     prov = settings.providers[provider]
     if prov.type == "anthropic" and not prov.api_key:
         # Not fatal: the daemon (and every other persona) still runs; this persona's turns
@@ -244,6 +270,11 @@ def _load_one(
         why = label_problem(label)
         if why:
             problems.append(f"{where}/persona.yaml: capabilities[{i}]: {why}")
+    for role, labels in spec.role_capabilities.items():
+        for i, label in enumerate(labels):
+            why = label_problem(label)
+            if why:
+                problems.append(f"{where}/persona.yaml: role_capabilities.{role}[{i}]: {why}")
     for i, skill in enumerate(spec.skills):
         if skill not in skills:
             problems.append(
@@ -286,4 +317,14 @@ def _load_one(
         max_turns=spec.max_turns,
         max_tokens=spec.max_tokens,
         budgets=BudgetLimits(**spec.budgets.model_dump()),
+        fallbacks=tuple(dict.fromkeys(r for r in refs[1:] if r != refs[0])),
+        role_capabilities={role: tuple(labels) for role, labels in spec.role_capabilities.items()},
     )
+
+
+def _model_key(spec: PersonaFile, index: int) -> str:
+    """The key path of the ``index``-th model reference (``model``, ``model[1]``, ``fallbacks[0]``)."""
+    listed = 1 if isinstance(spec.model, str) else len(spec.model)
+    if index >= listed:
+        return f"fallbacks[{index - listed}]"
+    return "model" if isinstance(spec.model, str) else f"model[{index}]"

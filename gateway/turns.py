@@ -29,6 +29,7 @@ from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
 from gateway.personas import Persona
 from gateway.poster import ChannelPoster
 from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in, keep_run_in
+from gateway.roles import as_role, batch_role
 from gateway.runtime.agent import TurnResult, run_agent
 from gateway.runtime.context import (
     ChannelInfo,
@@ -41,7 +42,7 @@ from gateway.runtime.model import ChatMessage, ModelProvider, Usage
 from gateway.skills import skill_entries, skills_section
 from gateway.store.db import Database
 from gateway.store.memory import list_items
-from gateway.store.messages import MessageRow, add_message, platform_message_id, sole_sender
+from gateway.store.messages import MessageRow, add_message, batch_senders, platform_message_id, sole_sender
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
@@ -64,6 +65,7 @@ class TurnStart:
     reply_to: str | None  # the platform message a group reply answers
     kept: TurnResult | None = None  # the answer an earlier attempt kept: commit it, don't ask the model
     sender_id: str | None = None  # the one sender the batch's messages are from, if one
+    senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
 
 
 class TurnRunner(TurnHandler):
@@ -120,7 +122,8 @@ class TurnRunner(TurnHandler):
         if upto is not None and thread.chat_type != "dm":  # in groups, reply to the trigger
             reply_to = platform_message_id(conn, upto)
         sender_id = sole_sender(conn, batch.message_ids)
-        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept, sender_id)
+        senders = tuple(batch_senders(conn, batch.message_ids))
+        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept, sender_id, senders)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
         thread, persona, run_id = begun.thread, begun.persona, begun.run_id
@@ -132,6 +135,7 @@ class TurnRunner(TurnHandler):
         for hook in self.hooks:
             persona, special = await hook.prepare(thread, persona)
             timeout = special or timeout
+        persona = as_role(persona, batch_role(self.settings, thread.channel, begun.senders))
         key = thread.key
         thread_id_var.set(batch.thread_id)  # every log line of this turn carries the ids
         run_id_var.set(run_id)

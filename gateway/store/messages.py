@@ -186,3 +186,16 @@ def messages_with_staged_files(conn: sqlite3.Connection) -> list[PendingFiles]:
         "ORDER BY id"
     ).fetchall()
     return [PendingFiles(*row) for row in rows]
+
+
+def batch_senders(conn: sqlite3.Connection, message_ids: Sequence[int]) -> list[str]:
+    """The distinct sender ids of the user messages ``message_ids`` (none for a batch without)."""
+    if not message_ids:
+        return []
+    marks = ", ".join("?" * len(message_ids))
+    rows = conn.execute(
+        f"SELECT DISTINCT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user' "
+        "AND sender_id IS NOT NULL AND sender_id != ''",
+        tuple(message_ids),
+    ).fetchall()
+    return [str(r[0]) for r in rows]

@@ -91,3 +91,16 @@ async def test_threads_only_see_their_own_messages(store: Backend, thread_id: in
     ]
     listed = await store.read(store.threads.recent_threads, 10)
     assert [(t.chat_id, t.messages) for t in listed] == [("other", 1), ("chat", 1)]
+
+
+async def test_batch_senders_are_the_distinct_users_of_the_messages(store: Backend, thread_id: int) -> None:
+    async def say(role: str, sender: str | None) -> int:
+        return await store.write(
+            store.messages.add_message, thread_id, role, "x", created_at=1.0, sender_id=sender
+        )
+
+    ids = [await say("user", "ann"), await say("user", "bob"), await say("user", "ann")]
+    reply = await say("assistant", None)
+    assert sorted(await store.read(store.messages.batch_senders, [*ids, reply])) == ["ann", "bob"]
+    assert await store.read(store.messages.batch_senders, [reply]) == []
+    assert await store.read(store.messages.batch_senders, []) == []
