@@ -75,6 +75,7 @@ class InboundEvent:
     reply_to: str | None = None
     attachments: tuple[Attachment, ...] = ()
     persona: str | None = None  # a persona the sender addressed explicitly (console --persona)
+    native_command: bool = False  # a Slack slash or Discord app command: the connector shows the answer
     platform_message_id: str | None = None
     received_at: float = field(default_factory=time.time)
     raw: dict[str, Any] = field(default_factory=dict)
@@ -160,6 +161,7 @@ class IntakeResult:
     status: IntakeStatus
     thread_id: int | None = None
     message_id: int | None = None
+    reply: str | None = None  # a chat command's answer, for a connector that shows it natively
 
 
 IntakeHandler = Callable[[InboundEvent], Awaitable[IntakeResult]]

@@ -6,6 +6,8 @@ connector then does not acknowledge them, so the platform delivers them again af
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
 from gateway.commands import ChatCommands, command_of
 from gateway.errors import TransientError
@@ -42,5 +44,6 @@ class Intake:
         if result.status is IntakeStatus.STORED and result.thread_id is not None:
             command = command_of(event.text)
             if command:
-                await self.commands.run(command, result)
+                reply = await self.commands.run(command, result, post=not event.native_command)
+                return replace(result, reply=reply)
         return result
