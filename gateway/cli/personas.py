@@ -53,6 +53,7 @@ def describe(settings: Settings, persona: Persona) -> list[str]:
     lines = [
         f"{persona.name}  ({persona.path})",
         f"  model:        {persona.model_ref}",
+        f"  fallbacks:    {', '.join(persona.fallbacks) or 'none'}",
         f"  description:  {persona.description or '-'}",
         f"  channels:     {', '.join(_channels(settings, persona.name)) or 'not bound (no binding names it)'}",
         "  capabilities:" + ("" if persona.capabilities else " none: it is offered no host tools"),
@@ -60,6 +61,7 @@ def describe(settings: Settings, persona: Persona) -> list[str]:
     for label in persona.capabilities:
         tools = ", ".join(t.mcp_name for t in tools_for([label])) or "no tools"
         lines.append(f"    {label:<28} {tools}")
+    lines += _roles(persona)
     lines.append("  mcp servers:" + ("" if persona.mcp_servers else "  none"))
     for name, server in persona.mcp_servers.items():
         where = server.get("url") or " ".join(
@@ -67,6 +69,22 @@ def describe(settings: Settings, persona: Persona) -> list[str]:
         )
         lines.append(f"    {name:<28} {where}")
     lines.append(f"  sub-agents:   {', '.join(persona.subagents) or 'none'}")
+    return lines
+
+
+def _roles(persona: Persona) -> list[str]:
+    """What each sender role holds of the persona's labels (channels' ``roles`` assign them)."""
+    from gateway.labels import ROLES, role_labels
+
+    if not persona.role_capabilities:
+        return ["  roles:        every role holds all capabilities (no role_capabilities)"]
+    lines = ["  roles:"]
+    for role in ROLES:
+        if role not in persona.role_capabilities:
+            lines.append(f"    {role:<28} all capabilities")
+            continue
+        held = role_labels(persona.capabilities, persona.role_capabilities, role)
+        lines.append(f"    {role:<28} {', '.join(held) or 'none: no host tools'}")
     return lines
 
 
