@@ -42,6 +42,7 @@ from connectors.telegram.api import (
     redact,
     shared_tls_context,
 )
+from connectors.telegram.commands import register_commands
 from connectors.telegram.files import AttachmentFetcher
 from connectors.telegram.inbound import BotIdentity, UpdateReader
 from connectors.telegram.polling import Poller
@@ -155,6 +156,7 @@ class TelegramConnector:
         except BaseException:
             await self.stop()
             raise
+        await register_commands(bot, self.name)
         self.health.set("connected")
         log.info("%s: connected as @%s", self.name, identity.username)
 

@@ -29,6 +29,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.telegram_api.commands import CommandMenus
 from tests.fakes.telegram_api.messages import ReceivedFile, SentMessage, photo_sizes, text_fields, user_object
 from tests.fakes.telegram_api.state import ApiError, BotApiState, bad_request
 
@@ -75,6 +76,7 @@ class FakeTelegramAPI(BotApiState):
         self._hangs: dict[str, deque[bool]] = defaultdict(deque)
         self._webhook: dict[str, Any] | None = None
         self._webhook_task: asyncio.Task[None] | None = None
+        self.command_menus = CommandMenus()
         self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "getme": self.get_me,
             "getupdates": self._get_updates,
@@ -87,6 +89,9 @@ class FakeTelegramAPI(BotApiState):
             "setwebhook": self._set_webhook,
             "deletewebhook": self._delete_webhook,
             "getwebhookinfo": self._get_webhook_info,
+            "setmycommands": self.command_menus.set,
+            "getmycommands": self.command_menus.get,
+            "deletemycommands": self.command_menus.delete,
         }
 
     # ------------------------------------------------------------------ lifecycle
