@@ -38,6 +38,10 @@ from gateway.channel_settings import (
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.errors import ConfigError
 from gateway.model_types import StrictModel
+from gateway.streaming_settings import StreamingMode
+from gateway.usage_settings import OperatorSettings, Price, SpendBudgets
+from gateway.voice_settings import SpeechSettings, TranscriptionSettings, voice_problems
+from gateway.web_settings import WebSearchSettings
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -127,6 +131,9 @@ class Binding(_Strict):
     persona: str = Field(pattern=_NAME, description="the persona folder (in personas_dir) that answers")
     chat: str | None = Field(
         None, description="one chat id of that channel, which then wins over its default; null = the default"
+    )
+    streaming: StreamingMode | None = Field(
+        None, description="this binding's streaming (off, edit, native); null = the channel's"
     )
 
     session_scope: SessionScope | None = Field(
@@ -256,13 +263,30 @@ class Settings(_Strict):
         OutboxSettings(), description="outbound delivery, one row per rendered chunk"
     )
     net_http: NetHttpSettings = Field(NetHttpSettings(), description="the net_http host tool")
+    web_search: WebSearchSettings = Field(
+        WebSearchSettings(), description="the search backend of web_scrape's search mode (docs/web.md)"
+    )
     browser: BrowserSettings = Field(BrowserSettings(), description="the browser tools' headless Chromium")
+    transcription: TranscriptionSettings = Field(
+        TranscriptionSettings(), description="voice notes and audio files heard as text (docs/voice.md)"
+    )
+    speech: SpeechSettings = Field(SpeechSettings(), description="replies also sent as voice messages (docs/voice.md)")
     scheduler: SchedulerSettings = Field(SchedulerSettings(), description="cron and one-shot schedules")
     delegation: DelegationSettings = Field(
         DelegationSettings(), description="persona_send and background agents"
     )
     subagents: SubagentSettings = Field(SubagentSettings(), description="sub-agents and thread summarization")
     traces: TracesSettings = Field(TracesSettings(), description="run traces (`talon runs`, self-inspection)")
+    prices: dict[str, Price] = Field(
+        {}, description="'<provider>:<model>' -> its price per million tokens; runs are priced when they end"
+    )
+    currency: str = Field(
+        "USD", min_length=1, max_length=8, description="the currency of prices and cost budgets"
+    )
+    budgets: SpendBudgets = Field(
+        SpendBudgets(), description="spending budgets per user, persona and channel (tokens or cost)"
+    )
+    operator: OperatorSettings = Field(OperatorSettings(), description="where the operator is told things")
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
     # Key path -> the ${VAR} put into it (set or not), for config_get's masking and env view.
@@ -471,4 +495,5 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
                 + (f"did you mean {guess!r}? " if guess else "")
                 + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'}"
             )
+    problems += voice_problems(raw)
     return problems

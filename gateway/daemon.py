@@ -53,6 +53,7 @@ from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
 from gateway.watchdog import SystemdNotifier
+from tools.browser.manager import close_browser
 from tools.schedules.shell_runner import ShellScheduleRunner
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bindings=bindings,
         services=tool_services,
         mcp=persona_mcp,
-        on_stop=[readonly.close_readonly_connections],
+        on_stop=[readonly.close_readonly_connections, partial(close_browser, settings.data_path)],
     )
     children.attach(host_tools)
     schedule_notifier = ScheduleNotifier(poster)

@@ -70,6 +70,8 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "workspace.share": None,
     "runtime.inspect": None,
     "web.search": None,
+    "chat.ask": None,
+    "browser.use": None,
     # Granted by the runtime to a child agent whose parent asked for progress_events.
     "agent.progress": None,
 }

@@ -9,7 +9,7 @@ reported to the model as an internal error without details.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -89,6 +89,12 @@ class ToolContext:
     # The host tools this run is offered, in registry order (the bridge's listing for the run);
     # None outside the bridge.
     offered: Callable[[], Sequence[HostTool]] | None = None
+    # The model's id of this tool call: a run resumed after a restart makes the same call again
+    # (gateway.interactions finds the question it asked). None outside the agent loop.
+    call_id: str | None = None
+    # A human in the chat can answer this run (a turn started by messages); False for schedules,
+    # background jobs, child agents and ad-hoc sessions (chat.ask tools decline at once).
+    interactive: bool = False
 
     @property
     def tree_run_id(self) -> int | None:
@@ -124,13 +130,20 @@ class HostTool:
     handler: ToolHandler
     timeout: float = 30.0
     scope_arg: str | None = None
-    # Whether the tool can run on this host (bash needs bubblewrap); None: always. A tool
-    # that cannot is not offered at all.
-    available: Callable[[], bool] | None = None
+    # Whether the tool can run on this host with these settings (bash needs bubblewrap, the
+    # browser tools a Chromium); None: always. A tool that cannot is not offered at all.
+    available: Callable[[Settings], bool] | None = None
     # Which runs are offered the tool: "any"; "children" (a run with a root run above it:
     # workspace_subscribe); "roots" (not child agents: procedure_write, since a child's
     # lessons are its parent's to keep).
     offered_to: Literal["any", "children", "roots"] = "any"
+    # (argument, {value: prefix}): a call whose argument has one of these values needs that
+    # prefix instead of ``prefix`` (web_scrape's ``mode: search`` needs ``web.search``); the tool
+    # is listed to a persona holding any of its prefixes (gateway.labels decides).
+    prefix_by_arg: tuple[str, Mapping[str, str]] | None = None
+    # The call may wait for a human (ask_question): the agent loop checkpoints the run before it,
+    # and the time waited does not count against the run's identity.
+    waits_for_human: bool = False
 
     def offered_in(self, *, child: bool) -> bool:
         """Whether a run that is (``child``) or is not a child agent is offered this tool."""

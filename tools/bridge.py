@@ -8,7 +8,9 @@ over the bridge socket, goes through :meth:`Bridge.call`:
 2. the tool must be one the persona may list (:func:`gateway.labels.may_list`);
 3. the arguments must fit the tool's JSON schema;
 4. :func:`gateway.labels.check` must allow the call, scope included;
-5. the handler runs under the tool's timeout.
+5. a call the persona's ``approvals:`` gates waits for a human's approval
+   (:class:`gateway.interactions.approvals.ApprovalGate`) and is refused unless approved;
+6. the handler runs under the tool's timeout.
 
 Each refusal, each permission and each result status is written to the audit log.
 """
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.errors import RefusedError
 from gateway.findings import delivery_block
-from gateway.labels import Decision, check, may_list
+from gateway.labels import Decision, check, may_list, tool_prefixes
 from gateway.runtime.agent import tool_result_images, tool_result_text
 from gateway.runtime.model import ImageBlock
 from tools.arguments import ArgumentChecker
@@ -38,6 +40,7 @@ from tools.base import HostServices, HostTool, ToolContext
 if TYPE_CHECKING:
     from gateway.budgets import RunBudget
     from gateway.config import Settings
+    from gateway.interactions.approvals import ApprovalGate
     from gateway.personas import Persona
     from gateway.store.db import Database
     from gateway.tracing import RunTrace
@@ -85,6 +88,7 @@ class RunIdentity:
     depth: int = 0
     root_run_id: int | None = None
     trace: RunTrace | None = field(default=None, repr=False, compare=False)
+    interactive: bool = False  # a human in the chat can answer (tools.base.ToolContext.interactive)
 
     def environment(self, socket_path: Path | str) -> dict[str, str]:
         """The environment that lets ``talon mcp host-tools`` act as this run."""
@@ -160,7 +164,9 @@ class Bridge:
         self.personas = personas
         self.services = services
         self.audit = AuditLog(db, settings.secrets())
-        self._tools: tuple[HostTool, ...] = tuple(t for t in tools if t.available is None or t.available())
+        self._tools: tuple[HostTool, ...] = tuple(
+            t for t in tools if t.available is None or t.available(settings)
+        )
         self._by_name = {t.mcp_name: t for t in self._tools}
         self._checkers = {t.mcp_name: ArgumentChecker(t.mcp_name, t.input_schema) for t in self._tools}
         self._runs: dict[int, _Registration] = {}
@@ -168,6 +174,7 @@ class Bridge:
         # labels are fixed while the daemon runs.
         self._listable: dict[tuple[tuple[str, ...], str], bool] = {}
         self._unscoped: dict[tuple[tuple[str, ...], str], Decision] = {}
+        self.approvals: ApprovalGate | None = None  # wired by the daemon; None: no call waits
 
     # ------------------------------------------------------------ identities
 
@@ -184,6 +191,7 @@ class Bridge:
         depth: int = 0,
         root_run_id: int | None = None,
         trace: RunTrace | None = None,
+        interactive: bool = False,
     ) -> RunIdentity:
         """Give a run its identity and secret; valid until :meth:`unregister` (or ``ttl`` seconds).
 
@@ -207,6 +215,7 @@ class Bridge:
             depth,
             root_run_id,
             trace,
+            interactive,
         )
         expires = None if ttl is None else time.monotonic() + ttl
         self._runs[run_id] = _Registration(identity, expires, as_persona)
@@ -287,7 +296,7 @@ class Bridge:
         return [t for t in self._tools if self._may_list(persona, t) and t.offered_in(child=child)]
 
     def _check(self, persona: Persona, tool: HostTool, args: dict[str, Any]) -> Decision:
-        if tool.scope_arg is not None:
+        if tool.scope_arg is not None or tool.prefix_by_arg is not None:
             return check(persona.capabilities, tool, args)
         key = (persona.capabilities, tool.mcp_name)
         decision = self._unscoped.get(key)
@@ -302,8 +311,25 @@ class Bridge:
             listable = self._listable[key] = may_list(persona.capabilities, tool)
         return listable
 
-    async def call(self, identity: RunIdentity, name: str, args: Any) -> CallResult:
-        """Decide, run and audit one call.
+    def may_wait(self, identity: RunIdentity, name: str) -> bool:
+        """Whether a call of ``name`` may wait for a human (a question, an approval gate)."""
+        tool = self._by_name.get(name)
+        persona = self._persona(identity)
+        if tool is None or persona is None:
+            return False
+        policy = persona.approvals
+        return tool.waits_for_human or (policy is not None and policy.gates(tool.mcp_name, tool_prefixes(tool)))
+
+    def _extend(self, identity: RunIdentity, seconds: float) -> None:
+        """Time spent waiting for a human does not count against the run's identity."""
+        entry = self._runs.get(identity.run_id)
+        if entry is not None and entry.identity is identity and entry.expires_at is not None:
+            entry.expires_at += seconds
+
+    async def call(
+        self, identity: RunIdentity, name: str, args: Any, *, call_id: str | None = None
+    ) -> CallResult:
+        """Decide, run and audit one call (``call_id``: the model's id of it, when it has one).
 
         Never raises for a bad call: every refusal and failure comes back as a
         :class:`CallResult` with ``is_error`` set and a message the model can act on.
@@ -345,16 +371,54 @@ class Bridge:
         if not decision.allowed:
             self._record(identity, tool.mcp_name, "refused", detail=decision.reason)
             return CallResult(decision.reason, True, refused=True, error_class="not_permitted")
+        refusal = await self._approval(identity, persona, tool, args, call_id)
+        if refusal is not None:
+            return refusal
         self._record(
             identity,
             tool.mcp_name,
             "allowed",
             detail=f"{decision.reason}; {summarize_args(args, tool.scope_arg)}",
         )
-        return await self._run(identity, persona, tool, args)
+        return await self._run(identity, persona, tool, args, call_id)
+
+    async def _approval(
+        self, identity: RunIdentity, persona: Persona, tool: HostTool, args: dict[str, Any], call_id: str | None
+    ) -> CallResult | None:
+        """None when the call may run; else the refusal. Gated calls wait for a human's decision."""
+        policy = persona.approvals
+        if policy is None or not policy.gates(tool.mcp_name, tool_prefixes(tool)):
+            return None
+        if self.approvals is None:
+            reason = f"{tool.mcp_name} needs approval, and approvals are not available here; it was not run"
+            self._record(identity, tool.mcp_name, "refused", detail=reason)
+            return CallResult(reason, True, refused=True, error_class="not_approved")
+        self._record(identity, tool.mcp_name, "approval", detail=f"requested; {summarize_args(args, tool.scope_arg)}")
+        started = time.monotonic()
+        verdict = await self.approvals.decide(
+            policy,
+            tool_name=tool.mcp_name,
+            args=args,
+            thread_id=identity.thread_id,
+            run_id=identity.run_id,
+            call_id=call_id,
+            sender_id=identity.sender_id,
+            interactive=identity.interactive and identity.root_run_id is None and identity.depth == 0,
+        )
+        self._extend(identity, time.monotonic() - started)
+        status = "ok" if verdict.approved else ("timeout" if "timed out" in verdict.detail else "error")
+        self._record(identity, tool.mcp_name, "approval", status, verdict.detail)
+        if verdict.approved:
+            return None
+        return CallResult(verdict.message, True, refused=True, error_class="not_approved")
 
     async def _run(
-        self, identity: RunIdentity, persona: Persona, tool: HostTool, args: dict[str, Any]
+        self,
+        identity: RunIdentity,
+        persona: Persona,
+        tool: HostTool,
+        args: dict[str, Any],
+        call_id: str | None = None,
     ) -> CallResult:
         ctx = ToolContext(
             thread_id=identity.thread_id,
@@ -369,6 +433,8 @@ class Bridge:
             offered=partial(self.tools_for, identity),
             root_run_id=identity.root_run_id,
             depth=identity.depth,
+            call_id=call_id,
+            interactive=identity.interactive,
         )
         started = time.perf_counter()
         try:
@@ -397,6 +463,8 @@ class Bridge:
             self._record(identity, tool.mcp_name, "result", "error", f"internal error: {type(exc).__name__}")
             return CallResult(f"internal error in {tool.mcp_name}", is_error=True, error_class="internal")
         elapsed = (time.perf_counter() - started) * 1000
+        if tool.waits_for_human:
+            self._extend(identity, elapsed / 1000)
         shown = f"{elapsed:.1f} ms, {len(content)} chars" + (f", {len(images)} images" if images else "")
         self._record(identity, tool.mcp_name, "result", "ok", shown)
         return CallResult(content, images=images)

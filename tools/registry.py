@@ -17,8 +17,22 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from types import ModuleType
 
-from gateway.labels import KNOWN_LABELS, may_list
-from tools import agents, findings, host, inspect, memory, model_call, schedules, skills, state, workspace
+from gateway.labels import KNOWN_LABELS, may_list, tool_prefixes
+from tools import (
+    agents,
+    ask,
+    browser,
+    findings,
+    host,
+    inspect,
+    memory,
+    model_call,
+    schedules,
+    skills,
+    state,
+    web,
+    workspace,
+)
 from tools.base import HostTool
 
 __all__ = ["all_tools", "by_internal_name", "by_mcp_name", "packaged_instructions", "tools_for"]
@@ -26,6 +40,7 @@ __all__ = ["all_tools", "by_internal_name", "by_mcp_name", "packaged_instruction
 _FAMILIES: tuple[ModuleType, ...] = (
     host,
     workspace,
+    web,
     state,
     memory,
     schedules,
@@ -34,6 +49,8 @@ _FAMILIES: tuple[ModuleType, ...] = (
     model_call,
     findings,
     inspect,
+    browser,
+    ask,
 )
 
 
@@ -45,8 +62,9 @@ def _build(tools: Iterable[HostTool]) -> tuple[HostTool, ...]:
         if duplicates:
             raise RuntimeError(f"tools share the {attr} {', '.join(duplicates)}")
     for tool in table:
-        if tool.prefix not in KNOWN_LABELS:
-            raise RuntimeError(f"tool {tool.mcp_name} has the unknown capability prefix {tool.prefix!r}")
+        for prefix in tool_prefixes(tool):
+            if prefix not in KNOWN_LABELS:
+                raise RuntimeError(f"tool {tool.mcp_name} has the unknown capability prefix {prefix!r}")
     return table
 
 
@@ -59,7 +77,7 @@ def _instruction_files(families: Iterable[ModuleType]) -> Mapping[str, Traversab
         folder = resources.files(name) / "instructions"
         if not folder.is_dir():
             continue
-        prefixes = {t.prefix for t in family.TOOLS}
+        prefixes = {p for t in family.TOOLS for p in tool_prefixes(t)}
         for file in folder.iterdir():
             if not file.name.endswith(".md"):
                 continue

@@ -101,6 +101,11 @@ class GuardedEgress:
             self._accept, path=str(self.folder / _SOCKET), limit=MAX_HEAD_BYTES
         )
 
+    async def start_loopback(self) -> int:
+        """Serve on a port of 127.0.0.1 instead of the socket (the browser's proxy); the port."""
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0, limit=MAX_HEAD_BYTES)
+        return int(self._server.sockets[0].getsockname()[1])
+
     def discard(self) -> None:
         """Remove the directory of a proxy that was never started."""
         shutil.rmtree(self.folder, ignore_errors=True)

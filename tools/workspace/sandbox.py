@@ -31,6 +31,7 @@ from tools.workspace.egress_proxy import GuardedEgress
 from tools.workspace.roots import SHARED, WORKSPACE, WorkspaceRoots, thread_workspace
 
 if TYPE_CHECKING:
+    from gateway.config import Settings
     from gateway.personas import Persona
     from tools.base import ToolContext
 
@@ -54,8 +55,9 @@ def shell_problem(bwrap: str = DEFAULT_BWRAP) -> str | None:
     return _sandbox_problem(bwrap, _FIX)
 
 
-def shell_available() -> bool:
-    """Whether ``bash`` and ``wait_for`` are offered (the listing asks this)."""
+def shell_available(settings: Settings | None = None) -> bool:
+    """Whether ``bash`` and ``wait_for`` are offered (the listing asks this; bubblewrap works on
+    this host or not, whatever the ``settings``)."""
     return shell_problem() is None
 
 

@@ -1,0 +1,303 @@
+"""The daemon's one Chromium: started at the first browser call, one context per thread.
+
+:func:`manager_for` gives the :class:`BrowserManager` of a daemon (one per data directory);
+the daemon closes it at stop (:func:`close_browser`). The manager
+
+- starts Playwright's driver and Chromium lazily, with an environment of their own (no bot
+  tokens or API keys: :func:`tools.browser.chromium.chromium_environment`);
+- gives each (persona, thread) a session (:class:`tools.browser.session.BrowserSession`)
+  whose context sends every request through the guard (:mod:`tools.browser.guard`);
+- closes a session unused for ``browser.idle_timeout_seconds``;
+- keeps at most ``browser.max_contexts`` sessions and ``browser.max_pages`` tabs: a new session
+  past the cap closes the least recently used idle one (its thread is told so at its next
+  call); when every session is busy the call gets an error saying to try again; a popup past
+  the tab cap is closed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gateway.workspaces import thread_workspace
+from tools.base import ToolError
+from tools.browser.chromium import (
+    CONFINED_ARGUMENTS,
+    browser_problem,
+    chromium_environment,
+    find_chromium,
+    sandbox_enabled,
+)
+from tools.browser.guard import RequestGuard
+from tools.browser.session import BrowserSession, SessionKey
+from tools.egress import Resolve
+from tools.ssrf import EgressPolicy
+
+if TYPE_CHECKING:
+    from gateway.config import Settings
+
+__all__ = ["BrowserManager", "close_browser", "manager_for"]
+
+log = logging.getLogger(__name__)
+
+LAUNCH_TIMEOUT = 30.0
+DEFAULT_ACTION_TIMEOUT_MS = 10_000
+_MANAGERS: dict[Path, BrowserManager] = {}
+
+
+def manager_for(settings: Settings) -> BrowserManager:
+    """The browser manager of the daemon whose data directory ``settings`` name."""
+    key = settings.data_path
+    manager = _MANAGERS.get(key)
+    if manager is None or manager.settings is not settings:
+        if manager is not None:
+            manager.settings = settings
+        else:
+            manager = _MANAGERS[key] = BrowserManager(settings)
+    return manager
+
+
+async def close_browser(data_path: Path) -> None:
+    """Close the browser of the daemon at ``data_path`` (the daemon's stop hook)."""
+    manager = _MANAGERS.pop(data_path, None)
+    if manager is not None:
+        await manager.close()
+
+
+class BrowserManager:
+    """Chromium, its sessions and their caps, for one daemon.
+
+    Attributes:
+        resolve: Replaces the system resolver in every session's guard (tests use a stub).
+    """
+
+    def __init__(self, settings: Settings, *, resolve: Resolve | None = None) -> None:
+        self.settings = settings
+        self.resolve = resolve
+        self._sessions: dict[SessionKey, BrowserSession] = {}
+        self._ended: dict[SessionKey, str] = {}  # why a thread's session went away
+        self._launch_lock = asyncio.Lock()
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._reaper: asyncio.Task[None] | None = None
+        self.launches = 0
+
+    @property
+    def config(self) -> Any:
+        return self.settings.browser
+
+    # ------------------------------------------------------------ sessions
+
+    def existing(self, key: SessionKey) -> BrowserSession:
+        """The open session of ``key``, or an error the model can act on."""
+        session = self._sessions.get(key)
+        if session is None:
+            why = self._ended.get(key)
+            detail = f" (its browser session {why})" if why else ""
+            raise ToolError(
+                f"no page is open in this thread's browser{detail}; call browser_open with a url first"
+            )
+        session.touch()
+        return session
+
+    async def session(self, key: SessionKey, policy: EgressPolicy) -> BrowserSession:
+        """The session of ``key``, made when there is none (the browser started when needed)."""
+        session = self._sessions.get(key)
+        if session is not None:
+            session.touch()
+            return session
+        await self._make_room(pages=1)
+        browser = await self._ensure_browser()
+        guard = RequestGuard(policy, self.resolve)
+        proxy = await guard.start_proxy()
+        try:
+            context = await browser.new_context(
+                proxy={"server": proxy},
+                viewport={"width": self.config.viewport_width, "height": self.config.viewport_height},
+                accept_downloads=True,
+                service_workers="block",  # a service worker's fetches would not be routed
+                locale="en-US",
+                timezone_id="UTC",
+            )
+        except BaseException:
+            await guard.close()
+            raise
+        persona, thread_id = key
+        session = BrowserSession(
+            key,
+            context,
+            guard,
+            thread_workspace(self.settings, persona, thread_id),
+            self.config.max_download_bytes,
+        )
+
+        # Closures, not bound methods: Playwright keeps bookkeeping attributes on the handler.
+        async def on_route(route: Any) -> None:
+            await guard.on_route(route)
+
+        async def on_web_socket(ws: Any) -> None:
+            await guard.on_web_socket(ws)
+
+        await context.route("**/*", on_route)
+        await context.route_web_socket("**/*", on_web_socket)
+        context.set_default_timeout(DEFAULT_ACTION_TIMEOUT_MS)
+        context.on("page", lambda page: self._on_page(session, page))
+        self._sessions[key] = session
+        self._ended.pop(key, None)
+        self._start_reaper()
+        return session
+
+    async def new_page(self, session: BrowserSession) -> Any:
+        """Give ``session`` its tab (the one later calls act on)."""
+        if session.page is not None and not session.page.is_closed():
+            return session.page
+        await self._make_room(pages=1, keep=session.key)
+        page = await session.context.new_page()
+        session.page = page
+        return page
+
+    def _on_page(self, session: BrowserSession, page: Any) -> None:
+        session.watch(page)
+        if session.page is None or session.page is page:
+            return
+        if self.open_pages() > self.config.max_pages:
+            session.note(f"a popup to {page.url[:200]} was closed: browser.max_pages tabs are open")
+            asyncio.get_running_loop().create_task(page.close())
+            return
+        session.note(f"the page opened a new tab ({page.url[:200]}); later calls act on it")
+        session.page = page
+
+    def open_pages(self) -> int:
+        return sum(len(s.context.pages) for s in self._sessions.values())
+
+    async def close_session(self, key: SessionKey, why: str | None = None) -> bool:
+        """Close ``key``'s session; whether there was one."""
+        session = self._sessions.pop(key, None)
+        if session is None:
+            return False
+        if why:
+            self._ended[key] = why
+            while len(self._ended) > 1000:
+                self._ended.pop(next(iter(self._ended)))
+        await session.close()
+        return True
+
+    async def _make_room(self, *, pages: int, keep: SessionKey | None = None) -> None:
+        """Close least recently used idle sessions until one more session and ``pages`` fit."""
+        while True:
+            over_contexts = keep is None and len(self._sessions) >= self.config.max_contexts
+            over_pages = self.open_pages() + pages > self.config.max_pages
+            if not over_contexts and not over_pages:
+                return
+            idle = [s for s in self._sessions.values() if s.key != keep and not s.lock.locked()]
+            if not idle:
+                what = "sessions" if over_contexts else "tabs"
+                raise ToolError(
+                    f"every browser {what[:-1]} the daemon allows is in use "
+                    f"(browser.max_contexts {self.config.max_contexts}, browser.max_pages "
+                    f"{self.config.max_pages}); try again in a moment"
+                )
+            oldest = min(idle, key=lambda s: s.last_used)
+            await self.close_session(oldest.key, "was closed to make room for another thread's")
+
+    # ------------------------------------------------------------ idle sessions
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self._reap())
+
+    async def _reap(self) -> None:
+        """Close idle sessions; ends when none is left."""
+        while self._sessions:
+            timeout = self.config.idle_timeout_seconds
+            await asyncio.sleep(min(max(timeout / 4, 0.05), 30.0))
+            now = time.monotonic()
+            for key, session in list(self._sessions.items()):
+                if not session.lock.locked() and now - session.last_used > timeout:
+                    await self.close_session(key, f"was closed after {timeout:g} s unused")
+
+    # ------------------------------------------------------------ the browser
+
+    async def _ensure_browser(self) -> Any:
+        async with self._launch_lock:
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            problem = browser_problem(self.config)
+            executable = find_chromium(self.config.executable)
+            if problem is not None or executable is None:
+                raise ToolError(f"the browser is not available: {problem}")
+            try:
+                async with asyncio.timeout(LAUNCH_TIMEOUT):
+                    self._browser = await self._launch(executable)
+            except TimeoutError:
+                raise ToolError(f"Chromium did not start within {LAUNCH_TIMEOUT:g} s; try again") from None
+            self.launches += 1
+            self._browser.on("disconnected", lambda _b: self._lost())
+            return self._browser
+
+    async def _launch(self, executable: str) -> Any:
+        from playwright.async_api import async_playwright
+
+        if self._playwright is None:
+            _confine_driver_environment()
+            self._playwright = await async_playwright().start()
+        home = self.settings.data_path / "browser"
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return await self._playwright.chromium.launch(
+            executable_path=executable,
+            args=list(CONFINED_ARGUMENTS),
+            chromium_sandbox=sandbox_enabled(self.config),
+            env=chromium_environment(home),
+            headless=True,
+            handle_sigint=False,
+            handle_sigterm=False,
+            handle_sighup=False,
+        )
+
+    def _lost(self) -> None:
+        """Chromium went away (crashed, killed): its sessions are gone with it."""
+        self._browser = None
+        for key in list(self._sessions):
+            self._ended[key] = "ended when Chromium stopped"
+            session = self._sessions.pop(key)
+            asyncio.get_running_loop().create_task(session.guard.close())
+
+    async def close(self) -> None:
+        """Close every session, Chromium and the driver."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        for key in list(self._sessions):
+            await self.close_session(key)
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            with contextlib.suppress(Exception):
+                await browser.close()
+        playwright, self._playwright = self._playwright, None
+        if playwright is not None:
+            with contextlib.suppress(Exception):
+                await playwright.stop()
+
+
+def _confine_driver_environment() -> None:
+    """Start Playwright's driver without the daemon's secrets in its environment.
+
+    The driver (a Node process) is started with a copy of ``os.environ``, which holds bot
+    tokens and API keys; only what it needs is kept.
+    """
+    from playwright._impl import transport
+
+    original = getattr(transport.get_driver_env, "__wrapped__", transport.get_driver_env)
+
+    def driver_env() -> dict[str, str]:
+        env = original()
+        keep = {"PATH", "HOME", "LANG", "TMPDIR"}
+        return {k: v for k, v in env.items() if k in keep or k.startswith(("PW_", "PLAYWRIGHT_"))}
+
+    driver_env.__wrapped__ = original  # type: ignore[attr-defined]
+    transport.get_driver_env = driver_env
