@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from gateway.personas import Persona
-from gateway.runtime.model import ChatMessage
+from gateway.runtime.inbound_images import IMAGE_TOKENS, RowImages
+from gateway.runtime.model import ChatMessage, ImageBlock
 from gateway.store.messages import MessageRow, newest_messages
 
 # A deliberately simple estimate: good enough to keep a transcript inside a budget
@@ -75,29 +76,41 @@ def transcript_rows(
 
 
 def build_transcript(
-    rows: Sequence[MessageRow], *, budget_tokens: int, show_names: bool = True
+    rows: Sequence[MessageRow],
+    *,
+    budget_tokens: int,
+    show_names: bool = True,
+    images: Mapping[int, RowImages] | None = None,
 ) -> list[ChatMessage]:
     """The newest of ``rows`` (newest first) that fit the budget, oldest first.
 
     Consecutive messages of one role are merged (providers want alternating roles), and
-    the transcript always starts with a user message.
+    the transcript always starts with a user message. ``images`` (by message id, from
+    :func:`gateway.runtime.inbound_images.transcript_images`) adds each message's images and
+    their notes; an image counts :data:`~gateway.runtime.inbound_images.IMAGE_TOKENS`.
     """
-    picked: list[tuple[str, str]] = []
+    picked: list[tuple[str, str, tuple[ImageBlock, ...]]] = []
     spent = 0
     for row in rows:
         text = _render_row(row, show_names)
-        cost = estimate_tokens(text)
+        shown = (images or {}).get(row.id)
+        blocks: tuple[ImageBlock, ...] = ()
+        if shown is not None:
+            text = "\n".join([text, *shown.notes])
+            blocks = shown.blocks
+        cost = estimate_tokens(text) + IMAGE_TOKENS * len(blocks)
         if picked and spent + cost > budget_tokens:
             break
-        picked.append(("assistant" if row.role == "assistant" else "user", text))
+        picked.append(("assistant" if row.role == "assistant" else "user", text, blocks))
         spent += cost
     picked.reverse()
     merged: list[ChatMessage] = []
-    for role, text in picked:
+    for role, text, blocks in picked:
         if merged and merged[-1].role == role:
-            merged[-1] = ChatMessage(role, merged[-1].content + "\n\n" + text)  # type: ignore[arg-type]
+            last = merged[-1]
+            merged[-1] = ChatMessage(role, last.content + "\n\n" + text, images=last.images + blocks)  # type: ignore[arg-type]
         else:
-            merged.append(ChatMessage(role, text))  # type: ignore[arg-type]
+            merged.append(ChatMessage(role, text, images=blocks))  # type: ignore[arg-type]
     if merged and merged[0].role != "user":
         # Providers want a user turn first; keep what the bot posted (notifications too).
         merged.insert(0, ChatMessage("user", "[earlier in this chat]"))

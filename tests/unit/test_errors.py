@@ -47,7 +47,7 @@ from tools.base import ToolError
 from tools.bridge import BridgeAuthError
 from tools.bridge_client import BridgeRequestError, BridgeUnavailableError
 from tools.mcp_server import SessionRefusedError
-from tools.workspace.image_format import ImageFormatError
+from gateway.image_format import ImageFormatError
 
 PACKAGES = ("gateway", "connectors", "tools")
 BRANCHES = (ConfigError, RefusedError, TransientError, PlatformError)

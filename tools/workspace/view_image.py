@@ -1,6 +1,6 @@
 """``view_image`` (``fs.read``): a PNG, JPEG, GIF or WebP in the workspace, shown to the model.
 
-The kind comes from the file's bytes (:mod:`tools.workspace.image_format`), never its name,
+The kind comes from the file's bytes (:mod:`gateway.image_format`), never its name,
 and the whole file is checked before it is sent: a truncated file or one with something
 appended is refused with what to do. An image over :data:`MAX_SIDE` pixels on a side, over
 :data:`MAX_PIXELS` in all (a small file can claim a huge canvas; nothing here decodes it, but
@@ -19,7 +19,7 @@ from typing import Any
 
 from gateway.runtime.model import ImageBlock, ToolResult
 from tools.base import HostTool, ToolContext, ToolError
-from tools.workspace.image_format import ImageFormatError, ImageInfo, inspect
+from gateway.image_format import ImageFormatError, ImageInfo, inspect
 from tools.workspace.roots import WorkspaceRoots, open_regular
 
 __all__ = ["MAX_BASE64_BYTES", "MAX_PIXELS", "MAX_SIDE", "TOOL", "view_image"]

@@ -151,7 +151,8 @@ def to_openai_messages(
     tool result, so a failed one says so in its text. A ``tool`` message carries text only,
     so the images of tool results follow the run of tool messages as one ``user`` message
     of ``image_url`` parts (data URLs), each introduced by the call it came from; without
-    ``images`` a note in the tool message's text says they were not shown.
+    ``images`` a note in the tool message's text says they were not shown. A user message's
+    images (photos the user sent) are ``image_url`` parts after its text.
     """
     out: list[dict[str, Any]] = []
     if system:
@@ -185,8 +186,14 @@ def to_openai_messages(
             elif not message.content:
                 continue
             out.append(entry)
+        elif message.images and images:
+            parts: list[dict[str, Any]] = (
+                [{"type": "text", "text": message.content}] if message.content else []
+            )
+            parts.extend({"type": "image_url", "image_url": {"url": data_url(i)}} for i in message.images)
+            out.append({"role": "user", "content": parts})
         else:
-            out.append({"role": "user", "content": message.content})
+            out.append({"role": "user", "content": not_shown(message.content, message.images)})
     if shown:
         out.append({"role": "user", "content": shown})
     return out
