@@ -50,6 +50,7 @@ from connectors.base import (
 )
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
+from connectors.slack.commands import CommandThreads, SlashCommands
 from connectors.slack.errors import SEND_ERRORS, api_error_code, classify_send_error, may_pass
 from connectors.slack.files import FileDownloader
 from connectors.slack.inbound import (
@@ -137,6 +138,12 @@ class SlackConnector:
         self._working_locks: KeyedLocks[ThreadKey] = KeyedLocks()
         self._reacted: dict[ThreadKey, str] = {}
         self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
+        self._commands = SlashCommands(
+            channel=self.name,
+            policy=self._policy,
+            intake=lambda: self._intake,
+            threads=CommandThreads(self.name),
+        )
 
     @property
     def socket_mode(self) -> bool:
@@ -195,6 +202,7 @@ class SlackConnector:
                 timeout=self._timeout,
                 ping_interval=self._ping_interval,
                 backoff=self._backoff,
+                on_command=self._commands.handle,
             )
             await self._receiver.start()
         except BaseException as exc:
@@ -308,6 +316,7 @@ class SlackConnector:
             self._committed.put(msg.event_id, True)
             if inbound.needs_reply:
                 self._triggers.put(inbound.thread_key, msg.ts)
+                self._commands.threads.addressed(inbound.thread_key, msg.sender)
 
     async def _inbound_event(self, msg: SlackMessage, body: dict[str, Any]) -> InboundEvent:
         key = msg.thread_key(self.name)

@@ -25,6 +25,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.adapter.socket_mode.internals import build_headers
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
@@ -42,6 +43,8 @@ from gateway.jsonsafe import JSONInputError, loads
 log = logging.getLogger("talon.slack")
 
 EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
+CommandHandler = Callable[[dict[str, Any]], Awaitable[str | None]]
+"""Handles a slash command payload; returns the answer the acknowledgement carries, if any."""
 
 
 class IntakeFailedError(TransientError):
@@ -63,6 +66,7 @@ class EventReceiver:
         timeout: seconds for opening the first connection.
         ping_interval: Socket Mode ping interval.
         backoff: delays between failing reconnect attempts.
+        on_command: called with each slash command payload (:mod:`connectors.slack.commands`).
     """
 
     def __init__(
@@ -77,8 +81,10 @@ class EventReceiver:
         timeout: float,
         ping_interval: float,
         backoff: ReconnectBackoff,
+        on_command: CommandHandler | None = None,
     ):
         self.name = settings.name
+        self._on_command = on_command
         self.settings = settings
         self._web = web
         self._identity = identity
@@ -147,12 +153,20 @@ class EventReceiver:
         app.error(self._on_bolt_error)
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._on_message_event)
+        app.command(re.compile(r"^/"))(self._on_slash_command)
         # Any other subscribed event is acknowledged so Slack does not keep retrying it.
         app.event(re.compile(r".+"))(self._on_other_event)
         return app
 
     async def _on_message_event(self, body: dict[str, Any]) -> None:
         await self._on_event(body)
+
+    async def _on_slash_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        reply = await self._on_command(body) if self._on_command is not None else None
+        if reply:
+            await ack(text=reply, response_type="ephemeral")
+        else:
+            await ack()
 
     async def _on_other_event(self, body: dict[str, Any]) -> None:
         event = body.get("event") or {}
@@ -234,11 +248,17 @@ class EventReceiver:
         response = await self._app.async_dispatch(bolt_req)
         if response.status >= 500:
             return  # not acked: Slack redelivers
-        await self._ack(client, envelope_id)
+        await self._ack(client, envelope_id, _ack_payload(response.body))
 
-    async def _ack(self, client: AsyncBaseSocketModeClient, envelope_id: str) -> None:
+    async def _ack(
+        self, client: AsyncBaseSocketModeClient, envelope_id: str, payload: dict[str, Any] | None = None
+    ) -> None:
+        # A slash command's answer rides on its acknowledgement, as over HTTP.
+        ack: dict[str, Any] = {"envelope_id": envelope_id}
+        if payload:
+            ack["payload"] = payload
         try:
-            await client.send_socket_mode_response({"envelope_id": envelope_id})
+            await client.send_socket_mode_response(ack)
         except Exception as exc:
             # Slack redelivers; the event id makes that harmless.
             log.info("could not acknowledge envelope: %s", type(exc).__name__, extra={"channel": self.name})
@@ -342,6 +362,17 @@ def _body_problem(body: str, content_type: str) -> str | None:
     except JSONInputError as exc:
         return f"body must be JSON: {exc}"
     return None if isinstance(value, dict) else "body must be a JSON object"
+
+
+def _ack_payload(body: str) -> dict[str, Any] | None:
+    """Bolt's response body as an acknowledgement's payload: a JSON object, or None."""
+    if not body or not body.startswith("{"):
+        return None
+    try:
+        value = loads(body, max_bytes=MAX_EVENT_BYTES)
+    except JSONInputError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _well_formed(kind: str, payload: Any) -> bool:

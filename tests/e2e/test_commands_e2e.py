@@ -5,16 +5,22 @@ each answered where the user typed it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import gateway.runtime.providers.anthropic_provider  # noqa: F401  (see test_telegram_e2e)
-from gateway.command_table import CHAT_COMMANDS
-from tests.e2e.support import transcript
+from gateway.command_table import CHAT_COMMANDS, help_text
+from tests.e2e.support import transcript, wait_until
+from tests.e2e.test_slack_e2e import DM, GENERAL, NAME, slack_gateway
+from tests.e2e.test_slack_e2e import MODES as SLACK_MODES
 from tests.e2e.test_telegram_e2e import answer, telegram_gateway
-from tests.fakes.model_api import FakeAnthropic
+from tests.fakes.model_api import FakeAnthropic, Reply
+from tests.fakes.slack_api import Envelope, FakeSlack
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.store_helpers import fetch_rows
 
@@ -84,3 +90,70 @@ async def test_telegram_channel_runs_on_when_the_menu_is_refused(
     assert any("could not register the command menu" in r.getMessage() for r in caplog.records)
     assert telegram.token not in caplog.text
 
+
+# ---------------------------------------------------------------- Slack
+
+
+async def _slack_reply(slack: FakeSlack, envelope: Envelope) -> dict[str, Any]:
+    """What Slack showed the user who typed the command: the acknowledgement's payload."""
+    await slack.wait_until(lambda: envelope.acked, REPLY, "the command's acknowledgement")
+    assert isinstance(envelope.response, dict), envelope.response
+    return envelope.response
+
+
+@pytest.mark.parametrize("mode", SLACK_MODES)
+async def test_slack_slash_commands_steer_the_users_thread_and_answer_only_them(
+    tmp_path: Path, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    slow = FakeAnthropic(responder=lambda body: Reply(text="too late", delay=5))
+    async with slow as model, FakeSlack() as slack, slack_gateway(tmp_path, model, slack, mode) as gw:
+        # Ada asks in a channel (a thread opens under her message); /stop in the channel stops it
+        asked = await slack.inject_message(GENERAL, "write a novel", channel_type="channel", mention=True)
+        await wait_until(lambda: len(model.requests) >= 1, REPLY, "the model call")
+        stopping = await _slack_reply(slack, await slack.slash_command("/stop", channel=GENERAL))
+        (stopped,) = await slack.wait_for_posted(GENERAL, 1, timeout=REPLY)
+
+        # in the DM: /help, and /new through one app-wide command with the name as its first word
+        helped = await _slack_reply(slack, await slack.slash_command("/help", channel=DM))
+        renewed = await _slack_reply(slack, await slack.slash_command("/talon", "new", channel=DM))
+        idle = await _slack_reply(slack, await slack.slash_command("/stop", channel=DM))
+        unknown = await _slack_reply(slack, await slack.slash_command("/talon", "dance", channel=DM))
+
+        # malformed payloads are logged and skipped: acknowledged, nothing stored
+        with caplog.at_level(logging.WARNING, logger="talon.slack"):
+            broken = await slack.send_slash_payload({"command": "/stop", "channel_id": DM})
+            await slack.wait_until(lambda: broken.acked, REPLY, "the malformed command's acknowledgement")
+        await asyncio.sleep(0.2)
+        stored = await fetch_rows(
+            gw.components.db, "SELECT text FROM messages WHERE role = 'user' ORDER BY id"
+        )
+        threads = await fetch_rows(
+            gw.components.db, "SELECT chat_id, topic FROM threads WHERE channel = ?", (NAME,)
+        )
+
+    assert stopping == {"text": "Stopping the reply.", "response_type": "ephemeral"}
+    assert (stopped.text, stopped.thread_ts) == ("Stopped.", asked)
+    assert helped == {"text": help_text(), "response_type": "ephemeral"}
+    assert renewed["text"] == "Started a new conversation."
+    assert idle["text"] == "Nothing is running."
+    assert "/talon dance is not a command here." in unknown["text"] and "/stop" in unknown["text"]
+    # the answers were only the acknowledgements: nothing was posted into the DM
+    assert slack.posted(DM) == []
+    assert len(model.requests) == 1
+    assert [r["text"] for r in stored] == ["@talon write a novel", "/stop", "/help", "/new", "/stop"]
+    # one thread each: Ada's channel thread (no new one for the channel) and the DM
+    assert sorted((r["chat_id"], r["topic"] or None) for r in threads) == [(GENERAL, asked), (DM, None)]
+    assert any("skipped slack slash command" in r.getMessage() for r in caplog.records)
+
+
+async def test_slack_new_by_slash_command_starts_a_fresh_context(
+    tmp_path: Path, model: FakeAnthropic
+) -> None:
+    async with FakeSlack() as slack, slack_gateway(tmp_path, model, slack, "socket"):
+        await slack.inject_message(DM, "remember 42")
+        await slack.wait_for_posted(DM, 1, timeout=REPLY)
+        await _slack_reply(slack, await slack.slash_command("/new", channel=DM))
+        await slack.inject_message(DM, "what number?")
+        await slack.wait_for_posted(DM, 2, timeout=REPLY)
+    assert len(model.requests) == 2
+    assert "remember 42" not in transcript(model.requests[1])

@@ -39,6 +39,7 @@ class Envelope:
     kind: str = "events_api"
     attempts: int = 0
     acked: bool = False
+    response: Any = None  # the ack's payload (Socket Mode) or response body (HTTP), when one came
 
     @property
     def event(self) -> dict[str, Any]:

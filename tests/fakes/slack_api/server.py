@@ -14,6 +14,7 @@ import aiohttp
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
+from tests.fakes.slack_api.commands import SlashCommands
 from tests.fakes.slack_api.model import (
     APP_ID,
     APP_TOKEN,
@@ -29,7 +30,7 @@ from tests.fakes.slack_api.uploads import Uploads
 from tests.fakes.slack_api.web_api import WebApi
 
 
-class FakeSlack(Uploads, WebApi):
+class FakeSlack(SlashCommands, Uploads, WebApi):
     """The fake Slack server; use as ``async with FakeSlack() as slack``.
 
     Args:
@@ -353,6 +354,7 @@ class FakeSlack(Uploads, WebApi):
                         for envelope in self.state.envelopes:
                             if envelope.envelope_id == data["envelope_id"]:
                                 envelope.acked = True
+                                envelope.response = data.get("payload", envelope.response)
         finally:
             if ws in self._sockets:
                 self._sockets.remove(ws)
