@@ -12,13 +12,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from gateway.budgets import DEFAULT_LIMITS, BudgetLimits
 from gateway.config import ConfigError, Settings, env_origins, load_env, substitute_env
 from gateway.config_errors import describe_validation, did_you_mean, model_ref_problem, read_yaml
+from gateway.interactions.approvals import ApprovalPolicy, ApprovalsFile
 from gateway.labels import label_problem
 from gateway.skills import Skill, catalog
 
@@ -117,6 +118,11 @@ class PersonaFile(BaseModel):
     net_http: _PersonaNetHttp = Field(
         default_factory=_PersonaNetHttp, description="this persona's net_http settings"
     )
+    credentials: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]] = Field(
+        [],
+        description="environment variables web_request may send as a Bearer token (its credential "
+        "argument names one); the value is read at call time and never shown to the model",
+    )
     shell: _PersonaShell = Field(default_factory=_PersonaShell, description="this persona's bash sandbox")
     workspace: _PersonaWorkspace = Field(
         default_factory=_PersonaWorkspace, description="this persona's shared workspace, /shared"
@@ -128,6 +134,16 @@ class PersonaFile(BaseModel):
     budgets: _PersonaBudgets = Field(
         default_factory=_PersonaBudgets,
         description="limits of one root run; running out winds the run down with a message",
+    )
+    answerers: Literal["asker", "anyone"] | list[str] = Field(
+        "asker",
+        description="who may answer ask_question and exit_plan_mode: asker (the person the turn answers), "
+        "anyone in the chat, or a list of stable platform user ids",
+    )
+    approvals: ApprovalsFile | None = Field(
+        None,
+        description="tool calls that wait for a human's Approve before they run (Deny, or no answer within "
+        "timeout, refuses them): {tools: [...] and/or labels: [...], approvers: asker | [user ids], timeout}",
     )
 
 
@@ -146,6 +162,7 @@ class Persona:
     skill_descriptions: tuple[str, ...] = ()  # one per skill, in the order of skills
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     allowed_domains: tuple[str, ...] = ()
+    credentials: tuple[str, ...] = ()  # environment variable names web_request may send as a Bearer token
     shared_path: Path | None = None  # the operator's folder for /shared; None = the default
     shared_read_only: bool = False
     shell_network: bool | str = False  # True, False or "guarded" (shell.network of persona.yaml)
@@ -156,6 +173,8 @@ class Persona:
     fallbacks: tuple[str, ...] = ()  # `<provider>:<model>` tried after the first, in order
     role_capabilities: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     role: str | None = None  # the sender role a turn runs as; its capabilities are already narrowed
+    answerers: str | tuple[str, ...] = "asker"  # asker | anyone | user ids (ask_question)
+    approvals: ApprovalPolicy | None = None  # the calls that wait for a human's approval
 
     @property
     def model_ref(self) -> str:
@@ -275,6 +294,10 @@ def _load_one(
             why = label_problem(label)
             if why:
                 problems.append(f"{where}/persona.yaml: role_capabilities.{role}[{i}]: {why}")
+    for i, label in enumerate(spec.approvals.labels if spec.approvals else ()):
+        why = label_problem(label)
+        if why:
+            problems.append(f"{where}/persona.yaml: approvals.labels[{i}]: {why}")
     for i, skill in enumerate(spec.skills):
         if skill not in skills:
             problems.append(
@@ -310,6 +333,7 @@ def _load_one(
         skill_descriptions=tuple(skills[s].description if s in skills else "" for s in spec.skills),
         mcp_servers=spec.mcp_servers,
         allowed_domains=tuple(spec.net_http.allowed_domains),
+        credentials=tuple(dict.fromkeys(spec.credentials)),
         shared_path=(folder / spec.workspace.path).resolve() if spec.workspace.path else None,
         shared_read_only=spec.workspace.read_only,
         shell_network=spec.shell.network,
@@ -319,6 +343,8 @@ def _load_one(
         budgets=BudgetLimits(**spec.budgets.model_dump()),
         fallbacks=tuple(dict.fromkeys(r for r in refs[1:] if r != refs[0])),
         role_capabilities={role: tuple(labels) for role, labels in spec.role_capabilities.items()},
+        answerers=spec.answerers if isinstance(spec.answerers, str) else tuple(spec.answerers),
+        approvals=ApprovalPolicy.from_file(spec.approvals),
     )
 
 

@@ -331,14 +331,14 @@ def subagent_keys() -> str:
 
 def capability_reference() -> str:
     """Each capability label, what its scope allows, and the tools it lists."""
-    from gateway.labels import KNOWN_LABELS, label_problem
+    from gateway.labels import KNOWN_LABELS, label_problem, tool_prefixes
     from tools.registry import all_tools, packaged_instructions
 
     tools = all_tools()
     lines = ["| label | scope | tools it lists |", "| --- | --- | --- |"]
     details = []
     for prefix, scope in KNOWN_LABELS.items():
-        listed = [t for t in tools if t.prefix == prefix]
+        listed = [t for t in tools if prefix in tool_prefixes(t)]
         named = scope is not None and label_problem(f"{prefix}:*") is None
         if scope is None:
             label, allows = f"`{prefix}`", "none: write the label as is"
@@ -363,6 +363,10 @@ def capability_reference() -> str:
         details.append(
             f"### {tool.mcp_name}\n\nNeeds a `{tool.prefix}` label"
             + (f" (its scope is checked against `{tool.scope_arg}`)" if tool.scope_arg else "")
+            + "".join(
+                f"; with `{tool.prefix_by_arg[0]}` `{value}`, a `{needs}` label instead"
+                for value, needs in (tool.prefix_by_arg[1].items() if tool.prefix_by_arg else ())
+            )
             + f". Instruction file: {file}. What the model is told:\n\n> {tool.description}\n"
         )
     return "\n".join(lines) + "\n\n" + "\n".join(details).rstrip("\n")

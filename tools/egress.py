@@ -20,7 +20,7 @@ import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -32,7 +32,20 @@ from tools.ssrf import EgressPolicy, IPAddress, normalize_host
 if TYPE_CHECKING:
     from tools.base import ToolContext
 
-__all__ = ["Request", "Resolve", "egress_policy", "fetch", "request", "vetted_addresses"]
+__all__ = [
+    "Request",
+    "Resolve",
+    "carries_credentials",
+    "decode_body",
+    "describe_failure",
+    "egress_policy",
+    "exchange",
+    "fetch",
+    "request",
+    "vetted_addresses",
+]
+
+T = TypeVar("T")
 
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -182,7 +195,8 @@ def _redirect(method: str, status: int, body: bytes | None) -> tuple[str, bytes 
     return method, body
 
 
-def _carries_credentials(name: str) -> bool:
+def carries_credentials(name: str) -> bool:
+    """Whether the header ``name`` carries credentials (Authorization, Cookie, X-Api-Key, ...)."""
     return name.lower() in _CREDENTIALS or _SECRET_NAME.search(name) is not None
 
 
@@ -192,6 +206,22 @@ def _origin(url: URL) -> tuple[str, str, int | None]:
 
 async def request(req: Request, policy: EgressPolicy, cap: int) -> dict[str, Any]:
     """``req`` with every hop vetted under ``policy``; the body cut at ``cap`` bytes."""
+
+    async def consume(resp: aiohttp.ClientResponse) -> dict[str, Any]:
+        data, truncated = await _read(resp, cap) if resp.method != "HEAD" else (b"", False)
+        return _result(resp, data, truncated)
+
+    return await exchange(req, policy, consume)
+
+
+async def exchange(
+    req: Request, policy: EgressPolicy, consume: Callable[[aiohttp.ClientResponse], Awaitable[T]]
+) -> T:
+    """``req`` with every hop vetted under ``policy``; ``consume`` reads the final response.
+
+    Redirects are followed (at most :data:`MAX_REDIRECTS`), credential headers dropped when a
+    hop leaves their origin; ``consume`` gets the first response that is not a redirect.
+    """
     resolver = _PinnedResolver()
     connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, limit=4)
     async with aiohttp.ClientSession(
@@ -208,14 +238,13 @@ async def request(req: Request, policy: EgressPolicy, cap: int) -> dict[str, Any
             ) as resp:
                 location = resp.headers.get("Location")
                 if resp.status not in _REDIRECTS or location is None:
-                    data, truncated = await _read(resp, cap) if method != "HEAD" else (b"", False)
-                    return _result(resp, data, truncated)
+                    return await consume(resp)
                 try:
                     target = resp.url.join(URL(location))
                 except ValueError:
                     raise ToolError(f"{url} redirected to an invalid URL {location!r}") from None
             if _origin(target) != _origin(url):
-                headers = {n: v for n, v in headers.items() if not _carries_credentials(n)}
+                headers = {n: v for n, v in headers.items() if not carries_credentials(n)}
             method, body = _redirect(method, resp.status, body)
             url = target
     raise ToolError(f"stopped after {MAX_REDIRECTS} redirects; the last pointed to {url}")
@@ -236,7 +265,7 @@ def _result(resp: aiohttp.ClientResponse, data: bytes, truncated: bool) -> dict[
     headers: dict[str, str] = {}
     for name, value in resp.headers.items():
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
-    text = _decode(data, resp.content_type, resp.charset, truncated)
+    text = decode_body(data, resp.content_type, resp.charset, truncated)
     result: dict[str, Any] = {"status": resp.status, "headers": headers}
     if text is None:
         result.update(body=base64.b64encode(data).decode("ascii"), bodyEncoding="base64")
@@ -246,8 +275,9 @@ def _result(resp: aiohttp.ClientResponse, data: bytes, truncated: bool) -> dict[
     return result
 
 
-def _decode(data: bytes, content_type: str, charset: str | None, truncated: bool) -> str | None:
-    """The body as text, or ``None`` when it is binary and should be sent as base64."""
+def decode_body(data: bytes, content_type: str, charset: str | None, truncated: bool) -> str | None:
+    """The body as text, or ``None`` when it is binary and should be sent as base64 (``truncated``:
+    the body was cut, perhaps inside its last character)."""
     ctype = content_type.lower()
     if (ctype.startswith(_BINARY_MAJOR) and ctype not in _TEXT_TYPES) or ctype == "application/octet-stream":
         return None
@@ -267,6 +297,21 @@ def _decode(data: bytes, content_type: str, charset: str | None, truncated: bool
             except UnicodeDecodeError:
                 return None
         return None
+
+
+def describe_failure(exc: aiohttp.ClientError) -> str:
+    """What went wrong with a request, in words the model can act on."""
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"the TLS certificate of {exc.host} was not accepted: {exc.certificate_error}"
+    if isinstance(exc, aiohttp.ClientSSLError):
+        return f"TLS with {exc.host} failed: {exc.os_error}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"could not connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"the response body could not be read: {exc}"
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return f"the server sent an invalid response: {exc.message}"
+    return f"the request failed: {exc}"
 
 
 def egress_policy(ctx: ToolContext) -> EgressPolicy:

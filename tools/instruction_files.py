@@ -16,16 +16,29 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from gateway.labels import may_list
+from gateway.labels import holds, tool_prefixes
 from tools.base import HostTool
 from tools.registry import packaged_instructions
 
-__all__ = ["OVERRIDE_DIR", "ToolInstructions", "read_instruction_file"]
+__all__ = ["OVERRIDE_DIR", "ToolInstructions", "read_instruction_file", "status_line", "strip_status"]
 
 log = logging.getLogger("talon.tools")
 
 OVERRIDE_DIR = Path("templates") / "tool-instructions"
 _HEADING = re.compile(r"\A##[ \t]+\S")
+# A family's tool status label (tools/status_labels.py), an HTML comment kept out of the prompt.
+_STATUS = re.compile(r"^[ \t]*<!--[ \t]*status:[ \t]*(.+?)[ \t]*-->[ \t]*\n?", re.MULTILINE)
+
+
+def status_line(text: str) -> str | None:
+    """The ``<!-- status: ... -->`` label an instruction file declares, if any."""
+    match = _STATUS.search(text)
+    return match.group(1) if match else None
+
+
+def strip_status(text: str) -> str:
+    """``text`` without its status line, for the system prompt."""
+    return _STATUS.sub("", text)
 
 
 def read_instruction_file(path: Path | Traversable) -> str | None:
@@ -67,13 +80,13 @@ class ToolInstructions:
             tools (Sequence[:class:`tools.base.HostTool`]): The tools on offer.
         """
         texts: dict[str, str] = {}
-        for prefix in dict.fromkeys(t.prefix for t in tools):
+        for prefix in dict.fromkeys(p for t in tools for p in tool_prefixes(t)):
             text = read_instruction_file(config_dir / OVERRIDE_DIR / f"{prefix}.md")
             packaged = packaged_instructions(prefix)
             if text is None and packaged is not None:
                 text = read_instruction_file(packaged)
             if text is not None:
-                texts[prefix] = text
+                texts[prefix] = strip_status(text)
         return cls(texts, tools)
 
     def text(self, prefix: str) -> str | None:
@@ -84,9 +97,10 @@ class ToolInstructions:
         labels = tuple(labels)
         out: dict[str, str] = {}
         for tool in self._tools:
-            if tool.prefix in out or not may_list(labels, tool):
-                continue
-            text = self._texts.get(tool.prefix)
-            if text is not None:
-                out[tool.prefix] = text
+            for prefix in tool_prefixes(tool):
+                if prefix in out or not holds(labels, prefix):
+                    continue
+                text = self._texts.get(prefix)
+                if text is not None:
+                    out[prefix] = text
         return list(out.values())

@@ -15,9 +15,9 @@ import aiohttp
 from yarl import URL
 
 from tools.base import HostTool, ToolContext, ToolError
-from tools.egress import Request, egress_policy, request
+from tools.egress import Request, describe_failure, egress_policy, request
 
-__all__ = ["TOOL", "http_request"]
+__all__ = ["TOOL", "check_headers", "http_request"]
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 DEFAULT_TIMEOUT_MS = 30_000
@@ -46,7 +46,7 @@ def _parse(args: Mapping[str, Any]) -> Request:
         url = URL(raw_url.strip())
     except (ValueError, TypeError) as exc:
         raise ToolError(f"url {raw_url!r} is not a valid URL: {exc}") from None
-    headers = _check_headers(args.get("headers"))
+    headers = check_headers(args.get("headers"))
     body = args.get("body")
     if body is not None and not isinstance(body, str):
         raise ToolError("body must be a string; JSON-encode objects and set a Content-Type header")
@@ -64,7 +64,8 @@ def _parse(args: Mapping[str, Any]) -> Request:
     )
 
 
-def _check_headers(raw: Any) -> dict[str, str]:
+def check_headers(raw: Any) -> dict[str, str]:
+    """Request headers as sent: names and values checked, Host refused, hop-by-hop ones dropped."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
@@ -111,22 +112,8 @@ async def http_request(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]
             f"no complete response from {req.url.host} within {req.timeout * 1000:g} ms; "
             f"retry with a larger timeoutMs (at most {MAX_TIMEOUT_MS})"
         ) from None
-    except aiohttp.ClientConnectorCertificateError as exc:
-        raise ToolError(
-            f"the TLS certificate of {exc.host} was not accepted: {exc.certificate_error}"
-        ) from None
-    except aiohttp.ClientSSLError as exc:
-        raise ToolError(f"TLS with {exc.host} failed: {exc.os_error}") from None
-    except aiohttp.ClientConnectorError as exc:
-        raise ToolError(
-            f"could not connect to {exc.host}:{exc.port}: {exc.os_error.strerror or exc}"
-        ) from None
-    except aiohttp.ClientPayloadError as exc:
-        raise ToolError(f"the response body could not be read: {exc}") from None
-    except aiohttp.ClientResponseError as exc:
-        raise ToolError(f"the server sent an invalid response: {exc.message}") from None
     except aiohttp.ClientError as exc:
-        raise ToolError(f"the request failed: {exc}") from None
+        raise ToolError(describe_failure(exc)) from None
 
 
 TOOL = HostTool(

@@ -46,11 +46,16 @@ class HeadTail:
     def truncated(self) -> bool:
         return self.total > len(self._head) + self._tail_len or self._tail_len > self._tail_cap
 
-    def text(self) -> str:
-        """The kept bytes as text, with a note where the middle was left out."""
+    def parts(self) -> tuple[bytes, bytes]:
+        """The kept head and tail; ``total`` minus their lengths were left out between them."""
         tail = b"".join(self._tail)
         if len(tail) > self._tail_cap:
             tail = tail[-self._tail_cap :]
+        return bytes(self._head), tail
+
+    def text(self) -> str:
+        """The kept bytes as text, with a note where the middle was left out."""
+        _, tail = self.parts()
         dropped = self.total - len(self._head) - len(tail)
         head_text = self._head.decode("utf-8", errors="replace")
         if dropped <= 0:

@@ -214,7 +214,7 @@ def test_registry_offers_tools_by_label() -> None:
     from tools import registry
 
     names = [t.mcp_name for t in registry.tools_for(["db.query:own", "net.http:egress", "channel.send"])]
-    assert names == ["db_query", "net_http"]
+    assert names == ["db_query", "net_http", "web_request", "web_scrape"]
     assert registry.tools_for([]) == []
     every = registry.tools_for(
         [
