@@ -11,6 +11,8 @@ from pydantic import BeforeValidator, Field, field_validator
 from gateway.backoff import Backoff
 from gateway.config_errors import NAME_PATTERN
 from gateway.model_types import StrictModel as _Strict
+from gateway.streaming_settings import StreamingKeys
+from gateway.voice_settings import VoiceKeys
 
 _NAME = NAME_PATTERN
 
@@ -72,7 +74,7 @@ class RateLimitSettings(_Strict):
         return value
 
 
-class ChannelBase(_Strict):
+class ChannelBase(StreamingKeys, VoiceKeys):
     """What every channel has, the console included; the gateway reads only these.
 
     Each channel type narrows ``type`` to its literal, which selects it in ``channels``.

@@ -37,6 +37,7 @@ from gateway.channel_settings import (
 )
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.errors import ConfigError
+from gateway.image_settings import ImageSettings, image_problems
 from gateway.model_types import StrictModel
 from gateway.streaming_settings import StreamingMode
 from gateway.usage_settings import OperatorSettings, Price, SpendBudgets
@@ -267,10 +268,15 @@ class Settings(_Strict):
         WebSearchSettings(), description="the search backend of web_scrape's search mode (docs/web.md)"
     )
     browser: BrowserSettings = Field(BrowserSettings(), description="the browser tools' headless Chromium")
+    images: ImageSettings = Field(
+        ImageSettings(), description="image_generate and image_edit's images endpoint and caps (docs/images.md)"
+    )
     transcription: TranscriptionSettings = Field(
         TranscriptionSettings(), description="voice notes and audio files heard as text (docs/voice.md)"
     )
-    speech: SpeechSettings = Field(SpeechSettings(), description="replies also sent as voice messages (docs/voice.md)")
+    speech: SpeechSettings = Field(
+        SpeechSettings(), description="replies also sent as voice messages (docs/voice.md)"
+    )
     scheduler: SchedulerSettings = Field(SchedulerSettings(), description="cron and one-shot schedules")
     delegation: DelegationSettings = Field(
         DelegationSettings(), description="persona_send and background agents"
@@ -496,4 +502,5 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
                 + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'}"
             )
     problems += voice_problems(raw)
+    problems += image_problems(raw)
     return problems

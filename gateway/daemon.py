@@ -28,7 +28,7 @@ from connectors.console import ConsoleConnector
 from gateway.channel_supervisor import ChannelSupervisor
 from gateway.children.service import Children
 from gateway.commands import ChatCommands
-from gateway.config import ChannelSettings, Settings
+from gateway.config import ChannelSettings, ConfigError, Settings
 from gateway.control import SOCKET_NAME, ControlServer
 from gateway.data_dir import DataDirLock, prepare_data_dir
 from gateway.dead_letters import DeadLetterOps
@@ -38,6 +38,9 @@ from gateway.heap import settle_heap
 from gateway.host_tools import HostTools, ToolServices
 from gateway.intake import Intake
 from gateway.intake_limits import IntakeLimits, channel_limits
+from gateway.interactions.approvals import ApprovalGate, unknown_tool_problems
+from gateway.interactions.kinds import READINGS
+from gateway.interactions.service import CheckpointHook, Interactions
 from gateway.outbox import Outbox
 from gateway.personas import Persona
 from gateway.pipeline import Bindings, Pipeline
@@ -52,6 +55,7 @@ from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
+from gateway.voice.service import Voice
 from gateway.watchdog import SystemdNotifier
 from tools.browser.manager import close_browser
 from tools.schedules.shell_runner import ShellScheduleRunner
@@ -107,6 +111,7 @@ class Components:
     channels: ChannelSupervisor
     status: StatusReporter
     control: ControlServer
+    interactions: Interactions
 
 
 def build_components(settings: Settings, personas: Mapping[str, Persona], db: Database) -> Components:
@@ -142,7 +147,10 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         cancel_turn=lambda thread_id: queue.cancel(thread_id),
     )
     children = Children(db=db, settings=settings, providers=providers, delegation=delegation)
-    tool_services = ToolServices(poster, delegation, subagents, children)
+    interactions = Interactions(
+        db, connectors, notice=poster.notice, park=lambda: queue.parked(), readings=READINGS
+    )
+    tool_services = ToolServices(poster, delegation, subagents, children, interactions)
     host_tools = HostTools(
         db=db,
         settings=settings,
@@ -153,6 +161,11 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         on_stop=[readonly.close_readonly_connections, partial(close_browser, settings.data_path)],
     )
     children.attach(host_tools)
+    gated = [(name, p.approvals) for name, p in personas.items()]
+    problems = unknown_tool_problems(gated, (t.mcp_name for t in host_tools.bridge.tools))
+    if problems:
+        raise ConfigError(problems)
+    host_tools.bridge.approvals = ApprovalGate(db, interactions, settings.secrets())
     schedule_notifier = ScheduleNotifier(poster)
     schedule_hook = ScheduleHook(db, schedule_notifier)
     turns = TurnRunner(
@@ -166,8 +179,11 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bus=bus,
         tools=host_tools,
         schedule_results=partial(record_result, db),
-        hooks=[delegation, children, schedule_hook],
+        hooks=[delegation, children, schedule_hook, CheckpointHook(db)],
         summarizer=summarizer,
+        voice=Voice(
+            db=db, settings=settings, connectors=connectors, outbox=outbox, data_path=settings.data_path
+        ),
     )
     queue = TurnQueue(db, settings.queue, turns, on_retry=schedule_hook.retrying)
     scheduler = Scheduler(
@@ -187,7 +203,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         notice=poster.notice,
         data_path=settings.data_path,
     )
-    intake = Intake(pipeline, ChatCommands(db, cancel=queue.cancel, notice=poster.notice))
+    intake = Intake(pipeline, ChatCommands(db, cancel=queue.cancel, notice=poster.notice), interactions)
     channels = ChannelSupervisor(connectors, intake, settings.channel_retry.backoff)
     status = StatusReporter(db, connectors, queue)
     control = ControlServer(
@@ -221,6 +237,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         channels=channels,
         status=status,
         control=control,
+        interactions=interactions,
     )
 
 
@@ -284,6 +301,7 @@ class Gateway:
         await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await c.queue.start()
         self._scheduler_task = asyncio.create_task(c.scheduler.run(self._stopped), name="scheduler")
+        await c.interactions.start()  # before the channels: a tap may arrive at once
         await c.channels.start()  # a channel that fails for now is retried in the background
         await c.control.start()
         if c.persona_mcp is not None:
@@ -326,6 +344,8 @@ class Gateway:
     async def _close_parts(self, c: Components) -> None:
         await c.channels.stop()  # no channel starts again while the rest stops
         await c.queue.stop(self.settings.shutdown_grace)
+        if c.turns.voice is not None:
+            await c.turns.voice.close()
         if c.summarizer is not None:
             await c.summarizer.aclose()
         if c.persona_mcp is not None:

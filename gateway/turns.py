@@ -15,7 +15,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -23,14 +23,17 @@ from connectors.base import Connector, ThreadKey
 from gateway.budgets import RunBudget
 from gateway.config import Settings
 from gateway.events import EventBus
+from gateway.interactions.clock import turn_deadline
+from gateway.live_reply import LiveReply, Preview, open_live_reply, settle_stale, stale_preview_of
 from gateway.logs import run_id_var, thread_id_var
 from gateway.memory_scopes import hot_memory_section, memory_keys
-from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, next_pending
+from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, enqueue_files, next_pending
 from gateway.personas import Persona
 from gateway.poster import ChannelPoster
 from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in, keep_run_in
 from gateway.roles import as_role, batch_role
 from gateway.runtime.agent import TurnResult, run_agent
+from gateway.runtime.checkpoints import Checkpoint, Suspended, from_state, to_state
 from gateway.runtime.context import (
     ChannelInfo,
     build_transcript,
@@ -38,17 +41,24 @@ from gateway.runtime.context import (
     system_prompt,
     transcript_rows,
 )
+from gateway.runtime.fallback import chain_for
+from gateway.runtime.inbound_images import transcript_images
 from gateway.runtime.model import ChatMessage, ModelProvider, Usage
 from gateway.skills import skill_entries, skills_section
+from gateway.spending import BudgetState, Spending, batch_sender, run_spend
 from gateway.store.db import Database
+from gateway.store.interactions import load_checkpoint, save_checkpoint
 from gateway.store.memory import list_items
 from gateway.store.messages import MessageRow, add_message, batch_senders, platform_message_id, sole_sender
+from gateway.store.previews import finalize_preview
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
 from gateway.tracing import RunTrace
 from gateway.turn_notices import STOPPED, failure_notice
 from gateway.turn_seams import NoTurnTools, ScheduleResults, TurnHooks, TurnTools
+from gateway.voice.service import Voice
+from gateway.workspaces import thread_workspace
 
 log = logging.getLogger("talon.turns")
 
@@ -66,6 +76,7 @@ class TurnStart:
     kept: TurnResult | None = None  # the answer an earlier attempt kept: commit it, don't ask the model
     sender_id: str | None = None  # the one sender the batch's messages are from, if one
     senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
+    resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
 
 
 class TurnRunner(TurnHandler):
@@ -84,6 +95,7 @@ class TurnRunner(TurnHandler):
         schedule_results: ScheduleResults | None = None,
         hooks: Sequence[TurnHooks] = (),
         summarizer: Summarizer | None = None,
+        voice: Voice | None = None,
     ):
         self.db = db
         self.settings = settings
@@ -97,6 +109,8 @@ class TurnRunner(TurnHandler):
         self.schedule_results = schedule_results
         self.hooks = list(hooks)
         self.summarizer = summarizer
+        self.voice = voice
+        self.spending = Spending(db, settings, poster.notify)
         self._channels = [ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels]
         self._traces: dict[int, RunTrace] = {}  # running turns' traces, written when they end
 
@@ -114,7 +128,8 @@ class TurnRunner(TurnHandler):
         if persona is None:
             return TurnStart(thread, summary, rows, None, run_id=None, reply_to=None)
         kept = _resume_kept(conn, batch.kept_run) if batch.kept_run is not None else None
-        if kept is not None:
+        state = load_checkpoint(conn, batch.kept_run) if batch.kept_run is not None and kept is None else None
+        if kept is not None or state is not None:
             run_id = batch.kept_run
         else:
             run_id = start_run(conn, batch.thread_id, persona.name, persona.model_ref, time.time())
@@ -123,7 +138,8 @@ class TurnRunner(TurnHandler):
             reply_to = platform_message_id(conn, upto)
         sender_id = sole_sender(conn, batch.message_ids)
         senders = tuple(batch_senders(conn, batch.message_ids))
-        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept, sender_id, senders)
+        resume = from_state(state) if state is not None else None
+        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept, sender_id, senders, resume)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
         thread, persona, run_id = begun.thread, begun.persona, begun.run_id
@@ -144,6 +160,13 @@ class TurnRunner(TurnHandler):
         self.bus.publish(
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )
+        if begun.kept is None:  # a kept answer was paid for already
+            spent = await self.spending.check(persona.name, thread.channel, begun.senders)
+            if spent is not None:
+                await self._refuse(batch, thread, run_id, spent, begun.reply_to)
+                return
+        if self.voice is not None:  # voice notes become text before the model reads them
+            begun = replace(begun, rows=await self.voice.hear(thread, run_id, batch.message_ids, begun.rows))
         trace = self._traces[run_id] = RunTrace(
             run_id,
             persona=persona.name,
@@ -152,33 +175,68 @@ class TurnRunner(TurnHandler):
             retention_days=self.settings.traces.retention_days,
         )
         trace.phase("turn_started", messages=len(batch.message_ids), kept=begun.kept is not None)
+        # Previews an interrupted attempt left in the chat go before this attempt writes its own.
+        await settle_stale(
+            self.db, self.connectors, batch.thread_id, partial(stale_preview_of, self.settings)
+        )
+        preview: Preview | None = None
         if begun.kept is not None:
             log.info("committing the answer kept from an earlier attempt; the model is not called again")
             result, context_size = begun.kept, 0
         else:
-            result, context_size = await self._answer(batch, begun, key, persona, run_id, timeout)
+            result, context_size, preview = await self._answer(batch, begun, key, persona, run_id, timeout)
         try:
-            outbox_ids, next_row = await self._commit(batch, key, persona, run_id, result, begun.reply_to)
+            outbox_ids, next_row = await self._commit(
+                batch, key, persona, run_id, result, begun.reply_to, preview
+            )
         except Exception as exc:
             self._traces.pop(run_id, None)  # the attempt's trace went with its transaction
             raise await self._not_saved(batch, run_id, result, exc) from exc
+        if preview is not None and not outbox_ids:  # a silent turn: nothing replaces its preview
+            await settle_stale(self.db, self.connectors, batch.thread_id, lambda channel: "delete")
         await self._announce(batch, thread, run_id, result, outbox_ids, next_row)
+        await self.spending.after_turn(persona.name, thread.channel, begun.senders)
         if self.summarizer is not None and context_size > self.summarizer.threshold:
             self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
 
     async def _answer(
         self, batch: Batch, begun: TurnStart, key: ThreadKey, persona: Persona, run_id: int, timeout: float
-    ) -> tuple[TurnResult, int]:
-        """The model loop within the turn's timeout, the chat showing the bot at work meanwhile."""
+    ) -> tuple[TurnResult, int, Preview | None]:
+        """The model loop within the turn's timeout, the chat showing the bot at work meanwhile
+        (and the reply as it is written, where the chat streams)."""
         connector = self.connectors.get(key.channel)
+        live = open_live_reply(
+            settings=self.settings,
+            db=self.db,
+            connector=connector,
+            key=key,
+            chat_type=begun.thread.chat_type,
+            thread_id=batch.thread_id,
+            run_id=run_id,
+            reply_to=begun.reply_to,
+            labels=getattr(self.tools, "status_label", None),
+        )
         if connector:
             await connector.set_working(key, True)
         try:
-            async with asyncio.timeout(timeout):
-                return await self._think(
-                    batch, begun.thread, persona, run_id, begun.summary, begun.rows, begun.sender_id
-                )
+            async with asyncio.timeout(timeout) as deadline:
+                with turn_deadline(deadline):  # it stands still while the turn waits for a human
+                    result, size = await self._think(
+                        batch,
+                        begun.thread,
+                        persona,
+                        run_id,
+                        begun.summary,
+                        begun.rows,
+                        begun.sender_id,
+                        live,
+                        resume=begun.resume,
+                    )
+            return result, size, (await live.close() if live is not None else None)
         except BaseException as exc:
+            if live is not None:
+                with contextlib.suppress(Exception):
+                    await live.discard(stale_preview_of(self.settings, key.channel))
             await self._end_run(
                 run_id, "canceled" if isinstance(exc, asyncio.CancelledError) else "failed", str(exc)
             )
@@ -224,6 +282,9 @@ class TurnRunner(TurnHandler):
         summary: str | None,
         rows: Any,
         sender_id: str | None = None,
+        live: LiveReply | None = None,
+        *,
+        resume: Suspended | None = None,
     ) -> tuple[TurnResult, int]:
         """The turn's model loop; also returns the transcript's size in tokens."""
         keys = memory_keys(
@@ -248,8 +309,15 @@ class TurnRunner(TurnHandler):
             memory=memory,
             skills=skills,
         )
+        provider_settings = self.settings.providers.get(persona.provider)
+        vision = provider_settings is not None and provider_settings.accepts_images(persona.model)
+        workspace = thread_workspace(self.settings, persona.name, batch.thread_id)
+        images = await asyncio.to_thread(transcript_images, rows, workspace, vision=vision)
         messages = build_transcript(
-            rows, budget_tokens=self.settings.agent.context_tokens, show_names=thread.chat_type != "dm"
+            rows,
+            budget_tokens=self.settings.agent.context_tokens,
+            show_names=thread.chat_type != "dm",
+            images=images,
         )
         for item in batch.items:
             if item.kind != "message":
@@ -257,24 +325,49 @@ class TurnRunner(TurnHandler):
         context_size = sum(estimate_tokens(m.content) for m in messages)
         if not messages:
             return TurnResult(text=""), 0
-        provider = self.providers[persona.provider]
         trace = self._traces[run_id]
+        provider = chain_for(self.providers, persona.model_ref, persona.fallbacks, trace=trace)
         budget = RunBudget(persona.budgets)
+        toolbox = self.tools.toolbox(
+            persona,
+            batch.thread_id,
+            run_id,
+            sender_id=sender_id,
+            budget=budget,
+            trace=trace,
+            interactive=bool(batch.message_ids),
+        )
         result = await run_agent(
             provider,
             model=persona.model,
             system=system,
             messages=_alternate(messages),
-            tools=self.tools.toolbox(
-                persona, batch.thread_id, run_id, sender_id=sender_id, budget=budget, trace=trace
-            ),
+            tools=live.tools(toolbox) if live is not None else toolbox,
             max_turns=persona.max_turns or self.settings.agent.max_turns,
             max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
             call_timeout=self.settings.agent.turn_timeout,
             trace=trace,
             budget=budget,
+            on_text=live.on_text if live is not None else None,
+            checkpoint=self._checkpoint(batch, run_id, toolbox),
+            resume=resume,
         )
+        result.model, result.fallbacks = provider.answered, provider.fallbacks
         return result, context_size
+
+    def _checkpoint(self, batch: Batch, run_id: int, toolbox: Any) -> Checkpoint | None:
+        """Where the run's state goes before a call that may wait for a human: the store, with
+        the batch pointed at this run, so that after a restart the run resumes there."""
+        may_wait = getattr(toolbox, "may_wait", None)
+        if not callable(may_wait):
+            return None
+
+        async def save(state: Suspended) -> None:
+            await self.db.run_transaction(
+                save_checkpoint, run_id, batch.thread_id, to_state(state), batch.ids, time.time()
+            )
+
+        return Checkpoint(may_wait, save)
 
     async def _commit(
         self,
@@ -284,14 +377,20 @@ class TurnRunner(TurnHandler):
         run_id: int,
         result: TurnResult,
         reply_to: str | None,
+        preview: Preview | None = None,
     ) -> tuple[list[int], sqlite3.Row | None]:
         """Render the reply and commit it with the batch's completion: its outbox rows and the
-        thread's next outbox row, for the sender."""
+        thread's next outbox row, for the sender. A streamed preview is replaced by the reply's
+        first chunk (an edit), committed with the preview marked final."""
         scheduled = [i for i in batch.items if i.kind == "schedule"]
         # A scheduled run that already posted with channel_send, or has nothing to say, sends nothing more.
         silent = not result.text or (scheduled and "channel_send" in result.tool_calls)
         connector = self.connectors.get(key.channel)
         chunks = connector.render(result.text) if (connector and not silent) else []
+        spoken: list[Any] = []  # the reply's voice message, committed with it (gateway/voice/speaking.py)
+        if self.voice is not None and connector is not None and chunks and not scheduled:
+            plain = "".join(c.plain for c in chunks)
+            spoken = await self.voice.spoken_reply(run_id, key.channel, plain, connector.max_file_bytes)
         address = ThreadAddress(batch.thread_id, key)
         trace = self._traces.pop(run_id, None)
         if trace is not None:
@@ -311,24 +410,44 @@ class TurnRunner(TurnHandler):
                     run_id=run_id,
                     sort_key=_after(batch),
                 )
+                replaces = (
+                    preview is not None and bool(chunks) and finalize_preview(conn, preview.row_id, now)
+                )
                 outbox_ids = enqueue_chunks(
-                    conn, address, chunks, run_id=run_id, message_id=message_id, reply_to=reply_to
+                    conn,
+                    address,
+                    chunks,
+                    run_id=run_id,
+                    message_id=message_id,
+                    reply_to=reply_to,
+                    edit_of=preview.message_id if replaces and preview is not None else None,
+                )
+                enqueue_files(
+                    conn, address, spoken, run_id=run_id, message_id=message_id, first_seq=len(chunks)
                 )
             complete_in(conn, batch, run_id)
             complete_run(
                 conn,
                 run_id,
-                model=persona.model_ref,  # a hook may have changed the provider since the run began
+                # A hook may have changed the provider since the run began, a fallback the model.
+                model=result.model or persona.model_ref,
                 input_tokens=result.usage.input_tokens,
                 output_tokens=result.usage.output_tokens,
                 model_calls=result.model_calls,
                 now=now,
+                spend=run_spend(
+                    self.settings, result, persona.model_ref, key.channel, batch_sender(conn, batch)
+                ),
             )
             if trace is not None:
                 trace.write(conn)
             return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
 
-        return await self.db.run_transaction(commit)
+        try:
+            return await self.db.run_transaction(commit)
+        except BaseException:
+            await self.outbox.spool.discard([f.path for f in spoken])
+            raise
 
     async def _announce(
         self,
@@ -361,6 +480,43 @@ class TurnRunner(TurnHandler):
     async def _schedule_result(self, payload: dict[str, Any], **kwargs: Any) -> None:
         if self.schedule_results and "schedule_id" in payload:
             await self.schedule_results(payload["schedule_id"], payload.get("due_at", 0.0), **kwargs)
+
+    async def _refuse(
+        self, batch: Batch, thread: ThreadRow, run_id: int, spent: BudgetState, reply_to: str | None
+    ) -> None:
+        """A spent budget: no model call; the batch completes with the refusal posted (its
+        messages stay stored) and the run ends ``refused``."""
+        connector = self.connectors.get(thread.channel)
+        text = spent.refusal(self.settings.currency)
+        chunks = connector.render(text) if connector is not None else []
+        address = ThreadAddress(batch.thread_id, thread.key)
+
+        def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
+            ids = enqueue_chunks(conn, address, chunks, run_id=run_id, reply_to=reply_to) if chunks else []
+            complete_in(conn, batch, run_id)
+            end_run(conn, run_id, "refused", f"{spent.budget} for {spent.subject} is spent", time.time())
+            return ids, next_pending(conn, batch.thread_id) if ids else None
+
+        outbox_ids, next_row = await self.db.run_transaction(commit)
+        if outbox_ids:
+            self.outbox.notify(batch.thread_id, next_row)
+        error = f"budget {spent.budget} is spent"
+        for item in batch.items:
+            if item.kind == "schedule":
+                await self._schedule_result(item.payload, status="failed", run_id=run_id, error=error)
+        for hook in self.hooks:
+            await hook.turn_ended(thread, batch, "failed", "", error)
+        self.bus.publish(
+            batch.thread_id,
+            {
+                "type": "turn_ended",
+                "status": "refused",
+                "run_id": run_id,
+                "error": error,
+                "messages": batch.message_ids,
+                "outbox": outbox_ids,
+            },
+        )
 
     async def gave_up(
         self, batch: Batch, error: str, *, canceled: bool, failure: BaseException | None = None
@@ -459,7 +615,8 @@ def _alternate(messages: list[ChatMessage]) -> list[ChatMessage]:
     out: list[ChatMessage] = []
     for m in messages:
         if out and out[-1].role == m.role:
-            out[-1] = ChatMessage(m.role, out[-1].content + "\n\n" + m.content)
+            last = out[-1]
+            out[-1] = ChatMessage(m.role, last.content + "\n\n" + m.content, images=last.images + m.images)
         else:
             out.append(m)
     return out

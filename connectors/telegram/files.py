@@ -41,7 +41,7 @@ def safe_name(name: str) -> str:
 
 
 class AttachmentFetcher:
-    """Downloads documents and the largest photo size of a message.
+    """Downloads documents, voice notes, audio files and the largest photo size of a message.
 
     Files land in ``files_dir/<channel>/<chat_id>[/<topic>]/<message_id>_<name>``; a
     redelivered message overwrites its own files instead of piling up copies.
@@ -112,6 +112,14 @@ def _wanted_files(message: Message) -> list[_Wanted]:
         wanted.append(
             _Wanted(best.file_id, safe_name(f"photo_{best.file_unique_id}.jpg"), "image/jpeg", best.file_size)
         )
+    if message.voice:  # a voice note: OGG/Opus, heard before its turn (gateway/voice/hearing.py)
+        voice = message.voice
+        name = safe_name(f"voice_{voice.file_unique_id}.ogg")
+        wanted.append(_Wanted(voice.file_id, name, voice.mime_type or "audio/ogg", voice.file_size))
+    if message.audio:
+        audio = message.audio
+        name = safe_name(audio.file_name or f"audio_{audio.file_unique_id}.mp3")
+        wanted.append(_Wanted(audio.file_id, name, audio.mime_type or "audio/mpeg", audio.file_size))
     return wanted
 
 

@@ -1,4 +1,5 @@
-"""Uploading one file: ``sendPhoto`` for a picture within the photo limit, else ``sendDocument``.
+"""Uploading one file: ``sendPhoto`` for a picture within the photo limit, ``sendVoice`` for
+OGG/Opus audio (a spoken reply plays as a voice message), else ``sendDocument``.
 
 The bytes go to PTB as ``bytes`` (a multipart upload), never as a path or string, which
 PTB would take for a file id or URL. Failures are classified like text sends
@@ -18,6 +19,7 @@ from telegram.error import BadRequest, TelegramError
 from connectors.base import OutboundFile, SendResult
 from connectors.telegram.api import TelegramBot
 from connectors.telegram.sending import chat_ref, classify
+from gateway.voice.ogg import is_ogg_opus
 
 log = logging.getLogger("talon.connectors.telegram")
 
@@ -38,7 +40,10 @@ async def send_file(bot: TelegramBot, item: OutboundFile, *, max_photo_bytes: in
             extra["message_thread_id"] = int(item.thread.topic)
         data = await asyncio.to_thread(Path(item.path).read_bytes)
         as_photo = item.mime_type in PHOTO_TYPES and len(data) <= max_photo_bytes
-        message = await _upload(bot, chat, data, as_photo, item.delivery_id, extra)
+        if is_ogg_opus(data):
+            message = await bot.send_voice(chat, data, **extra)  # type: ignore[arg-type]
+        else:
+            message = await _upload(bot, chat, data, as_photo, item.delivery_id, extra)
     except TelegramError as exc:
         result = classify(exc, bot.token)
         log.info(

@@ -13,6 +13,7 @@ from gateway.personas import Persona
 from gateway.runtime.inbound_images import IMAGE_TOKENS, RowImages
 from gateway.runtime.model import ChatMessage, ImageBlock
 from gateway.store.messages import MessageRow, newest_messages
+from gateway.voice.notes import voice_note_text
 
 # A deliberately simple estimate: good enough to keep a transcript inside a budget
 # without a tokenizer per provider.
@@ -136,4 +137,7 @@ def _render_row(row: MessageRow, show_names: bool) -> str:
                 out += (
                     f"\n[document {a['path']} ({kind}, {a.get('size', 0):,} bytes) begins:]\n{a['excerpt']}"
                 )
+            voice = voice_note_text(a)
+            if voice is not None:
+                out += "\n" + voice
     return f"[{name}] {out}" if name and show_names else out

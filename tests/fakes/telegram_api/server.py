@@ -30,13 +30,31 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.telegram_api.commands import CommandMenus
-from tests.fakes.telegram_api.messages import ReceivedFile, SentMessage, photo_sizes, text_fields, user_object
+from tests.fakes.telegram_api.messages import (
+    ReceivedFile,
+    SentMessage,
+    StoredFile,
+    photo_sizes,
+    text_fields,
+    user_object,
+)
 from tests.fakes.telegram_api.state import ApiError, BotApiState, bad_request
 
 DEFAULT_TOKEN = "7000001:AAH-fake-token-for-tests_0123456789"
 # Form fields that are strings even when they look like JSON ("123" stays "123").
 _STRING_FIELDS = frozenset(
-    {"text", "caption", "parse_mode", "action", "url", "secret_token", "file_id", "document", "photo"}
+    {
+        "text",
+        "caption",
+        "parse_mode",
+        "action",
+        "url",
+        "secret_token",
+        "file_id",
+        "document",
+        "photo",
+        "voice",
+    }
 )
 
 
@@ -82,9 +100,12 @@ class FakeTelegramAPI(BotApiState):
             "getupdates": self._get_updates,
             "sendmessage": self.send_message,
             "editmessagetext": self.edit_message_text,
+            "deletemessage": self.delete_message,
+            "sendmessagedraft": self.send_message_draft,
             "sendchataction": self.send_chat_action,
             "senddocument": self.send_document,
             "sendphoto": self.send_photo,
+            "sendvoice": self.send_voice,
             "getfile": self.get_file,
             "setwebhook": self._set_webhook,
             "deletewebhook": self._delete_webhook,
@@ -139,6 +160,8 @@ class FakeTelegramAPI(BotApiState):
         reply_to_bot: bool = False,
         document: tuple[str, bytes] | tuple[str, bytes, str] | None = None,
         photo: bytes | None = None,
+        voice: bytes | None = None,
+        audio: tuple[str, bytes, str] | None = None,
         is_bot: bool = False,
         first_name: str | None = None,
         username: str | None = None,
@@ -147,7 +170,8 @@ class FakeTelegramAPI(BotApiState):
 
         ``entities`` default to what Telegram derives itself (mentions, bot commands).
         ``message_thread_id`` makes it a forum-topic message. With ``document``
-        (``(name, bytes[, mime])``) or ``photo`` the text becomes the caption.
+        (``(name, bytes[, mime])``), ``photo``, ``voice`` (OGG/Opus bytes of a voice note) or
+        ``audio`` (``(name, bytes, mime)``, a music file) the text becomes the caption.
         ``chat_type="channel"`` produces a ``channel_post`` with ``sender_chat``.
         """
         user = user_object(
@@ -163,7 +187,7 @@ class FakeTelegramAPI(BotApiState):
         if message_thread_id is not None:
             message["message_thread_id"] = message_thread_id
             message["is_topic_message"] = True
-        has_file = document is not None or photo is not None
+        has_file = document is not None or photo is not None or voice is not None or audio is not None
         message.update(text_fields(text, entities, caption=has_file))
         if document is not None:
             name, content, *rest = document
@@ -179,6 +203,13 @@ class FakeTelegramAPI(BotApiState):
             small = self._store_file(photo[: max(1, len(photo) // 8)], "photos", "small.jpg", "image/jpeg")
             large = self._store_file(photo, "photos", "large.jpg", "image/jpeg")
             message["photo"] = photo_sizes([small, large])
+        if voice is not None:
+            stored = self._store_file(voice, "voice", "file.oga", "audio/ogg")
+            message["voice"] = {**_media(stored), "duration": 1, "mime_type": "audio/ogg"}
+        if audio is not None:
+            name, content, mime = audio
+            stored = self._store_file(content, "music", name, mime)
+            message["audio"] = {**_media(stored), "duration": 1, "file_name": name, "mime_type": mime}
         if reply_to_bot:
             message["reply_to_message"] = self._last_bot_message(chat_id, chat)
         self._messages[chat_id][message_id] = message
@@ -211,6 +242,17 @@ class FakeTelegramAPI(BotApiState):
 
     def sent_messages(self, chat_id: int | str) -> list[SentMessage]:
         return list(self._sent.get(chat_id, ()))
+
+    def delete_as_user(self, chat_id: int | str, message_id: int) -> None:
+        """Delete one of the bot's messages as a chat admin would (edits then fail)."""
+        for sent in self._sent.get(chat_id, ()):
+            if sent.message_id == message_id:
+                sent.deleted = True
+        self._messages[chat_id].pop(message_id, None)
+
+    def visible_messages(self, chat_id: int | str) -> list[SentMessage]:
+        """The bot's messages the chat still shows (deleted ones left out), as last edited."""
+        return [m for m in self._sent.get(chat_id, ()) if not m.deleted]
 
     def files_received(self, chat_id: int | str) -> list[ReceivedFile]:
         """Files the bot uploaded into ``chat_id``, in order."""
@@ -455,3 +497,12 @@ def _error_response(exc: ApiError) -> web.Response:
     if exc.parameters:
         body["parameters"] = exc.parameters
     return web.json_response(body, status=exc.status)
+
+
+def _media(stored: StoredFile) -> dict[str, Any]:
+    """The file fields of a voice or audio object in a message."""
+    return {
+        "file_id": stored.file_id,
+        "file_unique_id": stored.file_unique_id,
+        "file_size": len(stored.content),
+    }

@@ -10,7 +10,7 @@ anything is recorded, as Telegram refuses them: half with 429 flood control (``r
 502 Bad Gateway. ``--fail-first N`` answers the first N Bot API calls of any method with 502, as
 a server that is still coming up does. The test drives the fake over HTTP under ``/_fake/``:
 
-- ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?}]}``
+- ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?, "voice_b64"?}]}``
   queues incoming messages; answers ``{"update_ids": [...]}``.
 - ``GET /_fake/sent`` answers ``{"<chat_id>": ["text", ...]}``: every delivered message.
 - ``GET /_fake/files`` answers ``[{"chat_id", "method", "name", "size", "sha256"}, ...]``: every
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import random
@@ -84,6 +85,7 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
                 str(m["text"]),
                 user_id=int(m["user_id"]),
                 chat_type=str(m.get("chat_type", "private")),
+                voice=base64.b64decode(m["voice_b64"]) if "voice_b64" in m else None,
             )
             for m in body["messages"]
         ]

@@ -73,6 +73,7 @@ class BotApiState:
         self._files: dict[str, StoredFile] = {}
         self._file_ids = itertools.count(1)
         self.received_files: list[ReceivedFile] = []
+        self.drafts: list[tuple[int | str, int, str, float]] = []  # (chat, draft_id, text, monotonic)
 
     def add_chat(
         self, chat_id: int, chat_type: str = "private", *, forum: bool = False, user_id: int | None = None
@@ -107,7 +108,7 @@ class BotApiState:
         chat = self._chat(params.get("chat_id"))
         message_id = int(params.get("message_id") or 0)
         sent = next((m for m in self._sent[chat["id"]] if m.message_id == message_id), None)
-        if sent is None:
+        if sent is None or sent.deleted:
             raise bad_request("message to edit not found")
         raw = params.get("text")
         if not isinstance(raw, str) or not raw.strip():
@@ -120,13 +121,42 @@ class BotApiState:
                 "message is not modified: specified new message content and reply markup are "
                 "exactly the same as a current content and reply markup of the message"
             )
+        sent.versions.append(sent.text)
         sent.text, sent.raw_text, sent.entities = text, raw, entities
         sent.parse_mode = params.get("parse_mode")
         sent.edits += 1
+        sent.edit_times.append(time.monotonic())
         self._wake()
         message = self._messages[chat["id"]][message_id]
         message.update({"text": text, "entities": entities, "edit_date": int(time.time())})
         return message
+
+    async def delete_message(self, params: dict[str, Any]) -> bool:
+        chat = self._chat(params.get("chat_id"))
+        message_id = int(params.get("message_id") or 0)
+        sent = next((m for m in self._sent[chat["id"]] if m.message_id == message_id), None)
+        if sent is None or sent.deleted:
+            raise bad_request("message to delete not found")
+        sent.deleted = True
+        self._messages[chat["id"]].pop(message_id, None)
+        self._wake()
+        return True
+
+    async def send_message_draft(self, params: dict[str, Any]) -> bool:
+        """A draft of a reply in a private chat: shown while it grows, gone once a message is sent."""
+        chat = self._chat(params.get("chat_id"))
+        if chat.get("type") != "private":
+            raise bad_request("TEXTDRAFT_PEER_INVALID")
+        draft_id = int(params.get("draft_id") or 0)
+        if draft_id == 0:
+            raise bad_request("invalid draft_id specified")
+        raw = params.get("text") or ""
+        text, _ = formatted(raw, params.get("parse_mode"), params.get("entities"))
+        if utf16_len(text) > MAX_TEXT:
+            raise bad_request("message is too long")
+        self.drafts.append((chat["id"], draft_id, text, time.monotonic()))
+        self._wake()
+        return True
 
     async def send_chat_action(self, params: dict[str, Any]) -> bool:
         chat = self._chat(params.get("chat_id"))
@@ -154,6 +184,25 @@ class BotApiState:
         message = self._record(chat, "", "", None, [], thread_id, reply_id)
         message["photo"] = photo_sizes([stored])
         self._received(chat["id"], "sendPhoto", photo, message["message_id"])
+        return message
+
+    async def send_voice(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A multipart voice upload: refused unless it is OGG/Opus, which Telegram plays as voice."""
+        chat = self._chat(params.get("chat_id"))
+        thread_id = self._thread(chat, params)
+        reply_id = self._reply_target(chat, params)
+        voice = params.get("voice")
+        if not isinstance(voice, dict):
+            raise bad_request("there is no voice in the request")
+        content = voice["content"]
+        if len(content) > MAX_UPLOAD:
+            raise ApiError(413, "Request Entity Too Large")
+        if not (content.startswith(b"OggS") and b"OpusHead" in content[:512]):
+            raise bad_request("VOICE_FORMAT_INVALID")
+        stored = self._store_file(content, "voice", voice["filename"], "audio/ogg")
+        message = self._record(chat, "", "", None, [], thread_id, reply_id)
+        message["voice"] = {"file_id": stored.file_id, "file_unique_id": stored.file_unique_id, "duration": 1}
+        self._received(chat["id"], "sendVoice", voice, message["message_id"])
         return message
 
     async def send_document(self, params: dict[str, Any]) -> dict[str, Any]:
