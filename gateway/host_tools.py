@@ -41,11 +41,13 @@ from tools.base import HostServices, HostTool
 from tools.bridge import Bridge, RunIdentity
 from tools.bridge_server import SOCKET_NAME, BridgeServer
 from tools.instruction_files import ToolInstructions
+from tools.status_labels import StatusLabels
 
 if TYPE_CHECKING:
     from gateway.budgets import RunBudget
     from gateway.children.service import Children
     from gateway.delegation import Delegation
+    from gateway.interactions.service import Interactions
     from gateway.persona_mcp.manager import PersonaMcpManager
     from gateway.poster import ChannelPoster
     from gateway.subagents.runner import SubagentRunner
@@ -78,6 +80,7 @@ class ToolServices:
     delegation: Delegation
     subagents: SubagentRunner
     children: Children
+    interactions: Interactions | None = None  # questions and approvals (gateway.interactions)
 
     async def send_to_channel(self, **kwargs: Any) -> dict[str, Any]:
         return await self.poster.send_to_channel(**kwargs)
@@ -102,8 +105,12 @@ class RunToolBox:
     def specs(self) -> Sequence[ToolSpec]:
         return self._specs
 
+    def may_wait(self, call: ToolCall) -> bool:
+        """The call may wait for a human: the agent loop checkpoints the run before it."""
+        return self.bridge.may_wait(self.identity, call.name)
+
     async def call(self, call: ToolCall) -> ToolOutcome:
-        result = await self.bridge.call(self.identity, call.name, call.arguments)
+        result = await self.bridge.call(self.identity, call.name, call.arguments, call_id=call.id)
         return ToolOutcome(
             result.content,
             is_error=result.is_error,
@@ -171,6 +178,7 @@ class HostTools:
         self.on_stop = tuple(on_stop)
         self.bridge = Bridge(db=db, settings=settings, personas=personas, services=services, tools=tools)
         self._instructions = ToolInstructions.load(settings.config_dir, self.bridge.tools)
+        self._status_labels = StatusLabels.load(settings.config_dir, self.bridge.tools)
         self.socket_path = settings.data_path / SOCKET_NAME
         self.server = BridgeServer(self.socket_path, self.bridge, instructions=self._persona_instructions)
         self._closing = asyncio.Event()
@@ -204,6 +212,7 @@ class HostTools:
         trace: RunTrace | None = None,
         depth: int = 0,
         root_run_id: int | None = None,
+        interactive: bool = False,
     ) -> ToolBox:
         """Register the turn's identity (answering ``sender_id``, if one, under the root run's
         ``budget`` and recording into its ``trace``) and return its tools.
@@ -227,6 +236,7 @@ class HostTools:
             trace=trace,
             depth=depth,
             root_run_id=root_run_id,
+            interactive=interactive and lineage is None and depth == 0,
         )
         box = RunToolBox(self.bridge, identity, self.socket_path)
         tools: ToolBox = box
@@ -241,6 +251,10 @@ class HostTools:
     def instructions(self, persona: Persona) -> Sequence[str]:
         """Instruction texts of the tools ``persona`` may use, each once."""
         return self._instructions.for_labels(persona.capabilities)
+
+    def status_label(self, tool: str, overrides: Mapping[str, str] | None = None) -> str:
+        """What the chat shows while ``tool`` runs (tools/status_labels.py)."""
+        return self._status_labels.label(tool, overrides)
 
     def release(self, run_id: int) -> None:
         """The turn ended: its identity stops working."""

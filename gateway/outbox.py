@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from connectors.base import Connector, ErrorClass, OutboundChunk, OutboundFile, RenderedChunk, SendResult
+from connectors.streaming import editor_of
 from gateway.config import OutboxSettings
 from gateway.outbox_spool import FileSpool
 from gateway.store.db import Database
@@ -135,6 +136,12 @@ class Outbox:
             # of the row's attempts on "not running", so a slow start could fail a reply.
             self._wake_later(row.thread_id, _NOT_UP_POLL)
             return None
+        if row.edit_of is not None:
+            try:
+                replaced = await self._replace(row, connector)
+            except Exception as exc:
+                return await self._connector_raised(row, exc)
+            return await self._settle(row, replaced)
         if not connector.idempotent_send:
             # Committed before the platform call: after a crash this row is never resent blindly.
             await self.db.run_transaction(mark_sending, row.id)
@@ -152,6 +159,26 @@ class Outbox:
         except Exception as exc:
             return await self._connector_raised(row, exc)
         return await self._settle(row, result)
+
+    async def _replace(self, row: OutboxRow, connector: Connector) -> SendResult:
+        """A reply's first chunk replacing its streamed preview: an edit, which is idempotent
+        (the row is not marked ``sending``, so a crash leaves it to be edited again). A preview
+        that can no longer be edited (deleted, too old) gets the chunk as a fresh message, sent
+        like any other row, and is then deleted."""
+        assert row.edit_of is not None
+        chunk = RenderedChunk(row.text, row.plain, row.format)
+        editor = editor_of(connector)
+        if editor is not None:
+            result = await editor.edit(row.key, row.edit_of, chunk)
+            if result.ok or result.error_class is not ErrorClass.PERMANENT:
+                return SendResult.sent(row.edit_of) if result.ok else result
+            log.info("preview %s cannot be edited (%s); sending the reply fresh", row.edit_of, result.error)
+        if not connector.idempotent_send:
+            await self.db.run_transaction(mark_sending, row.id)
+        result = await connector.send(OutboundChunk(row.id, row.key, chunk, row.reply_to))
+        if result.ok and editor is not None:
+            await editor.delete(row.key, row.edit_of)
+        return result
 
     async def _connector_raised(self, row: OutboxRow, exc: Exception) -> OutboxRow | None:
         """``send`` must classify platform errors, so an exception is a connector bug.

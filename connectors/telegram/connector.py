@@ -42,6 +42,7 @@ from connectors.telegram.api import (
     redact,
     shared_tls_context,
 )
+from connectors.telegram.editing import TelegramEditor
 from connectors.telegram.commands import register_commands
 from connectors.telegram.files import AttachmentFetcher
 from connectors.telegram.inbound import BotIdentity, UpdateReader
@@ -84,6 +85,7 @@ class TelegramConnector:
         self._poller: Poller | None = None
         self._webhook: WebhookServer | None = None
         self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
+        self.message_editor = TelegramEditor(lambda: self._bot)  # streamed replies (connectors/streaming.py)
         self._typing = TypingIndicators(
             self._send_typing,
             interval=settings.typing_interval,

@@ -82,6 +82,7 @@ class OutboxRow:
     file_size: int | None = None
     file_sha256: str | None = None
     file_mime: str | None = None
+    edit_of: str | None = None  # the platform message (a streamed preview) this chunk replaces by an edit
 
     @property
     def key(self) -> ThreadKey:
@@ -103,7 +104,7 @@ class OutboxRow:
 
 _COLUMNS = (
     "id, thread_id, channel, chat_id, topic, seq, format, text, plain, reply_to, status, attempts, available_at, "
-    "file_path, file_name, file_size, file_sha256, file_mime"
+    "file_path, file_name, file_size, file_sha256, file_mime, edit_of"
 )
 
 
@@ -115,16 +116,18 @@ def enqueue_chunks(
     run_id: int | None = None,
     message_id: int | None = None,
     reply_to: str | None = None,
+    edit_of: str | None = None,
 ) -> list[int]:
     """One row per chunk, due now, in the caller's transaction; returns their ids. Only the
-    first chunk quotes ``reply_to``."""
+    first chunk quotes ``reply_to``; with ``edit_of`` the first chunk is delivered by editing
+    that platform message (a streamed preview) instead of posting."""
     now = time.time()
     ids = []
     for seq, chunk in enumerate(chunks):
         (row_id,) = conn.execute(
             "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
-            "text, plain, reply_to, available_at, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "text, plain, reply_to, available_at, created_at, edit_of) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (
                 address.thread_id,
                 run_id,
@@ -139,6 +142,7 @@ def enqueue_chunks(
                 reply_to if seq == 0 else None,
                 now,
                 now,
+                edit_of if seq == 0 else None,
             ),
         ).fetchone()
         ids.append(int(row_id))

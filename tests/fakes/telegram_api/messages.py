@@ -30,6 +30,9 @@ class SentMessage:
     document: dict[str, Any] | None = None
     edits: int = 0
     sent_at: float = field(default_factory=time.monotonic)
+    edit_times: list[float] = field(default_factory=list)  # time.monotonic() of each edit
+    versions: list[str] = field(default_factory=list)  # the visible text before each edit
+    deleted: bool = False
 
     def entity_types(self) -> set[str]:
         return {e["type"] for e in self.entities}
