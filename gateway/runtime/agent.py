@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from gateway.runtime.checkpoints import Checkpoint, Suspended
 from gateway.runtime.model import (
     ChatMessage,
     ImageBlock,
@@ -69,6 +70,8 @@ class TurnResult:
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     tool_calls: list[str] = field(default_factory=list)
+    model: str | None = None  # `provider:model` that answered last, when a chain of models ran
+    fallbacks: int = 0  # model calls a fallback model answered
 
 
 async def run_agent(
@@ -84,8 +87,13 @@ async def run_agent(
     on_text: TextDelta | None = None,
     trace: RunTrace = NULL_TRACE,
     budget: RunBudget | None = None,
+    checkpoint: Checkpoint | None = None,
+    resume: Suspended | None = None,
 ) -> TurnResult:
     """Loop until the model answers without tool calls or ``max_turns`` model calls pass.
+
+    Before a call that may wait for a human, ``checkpoint`` gets the run's state; ``resume``
+    (such a state, after a restart) continues the run there without calling the model again.
 
     Every model and tool call is recorded in ``trace``. When a budget of ``budget`` runs out,
     the run winds down: one last model call, told which budget ran out, whose tool calls are
@@ -94,7 +102,11 @@ async def run_agent(
     history = list(messages)
     specs = tuple(tools.specs())
     result = TurnResult(text="")
-    for _ in range(max_turns):
+    if resume is not None:
+        history = list(resume.history)
+        result = TurnResult("", resume.usage, resume.model_calls, list(resume.tool_calls))
+        await _run_calls(tools, resume.calls, history, result, trace, checkpoint)
+    for _ in range(max_turns - result.model_calls):
         request = ModelRequest(model, system, tuple(history), specs, max_tokens, call_timeout)
         spent = budget.exhausted() if budget is not None else None
         if budget is not None and spent is not None:
@@ -104,18 +116,7 @@ async def run_agent(
             result.text = response.text.strip()
             return result
         history.append(ChatMessage("assistant", response.text, tool_calls=response.tool_calls))
-        for call in response.tool_calls:
-            outcome = await _tool_call(tools, call, trace)
-            result.tool_calls.append(call.name)
-            history.append(
-                ChatMessage(
-                    "tool",
-                    outcome.content,
-                    tool_call_id=call.id,
-                    is_error=outcome.is_error,
-                    images=outcome.images,
-                )
-            )
+        await _run_calls(tools, response.tool_calls, history, result, trace, checkpoint)
         if budget is not None:
             budget.round_done()
         if isinstance(tools, Steered):
@@ -148,7 +149,7 @@ async def _model_call(
         )
         raise
     trace.model_call(
-        model=request.model,
+        model=response.model or request.model,
         usage=response.usage,
         latency_ms=(time.perf_counter() - started) * 1000,
         stop_reason=response.stop_reason,
@@ -162,6 +163,32 @@ async def _model_call(
     if budget is not None:
         budget.charge(response.usage)
     return response
+
+
+async def _run_calls(
+    tools: ToolBox,
+    calls: Sequence[ToolCall],
+    history: list[ChatMessage],
+    result: TurnResult,
+    trace: RunTrace,
+    checkpoint: Checkpoint | None,
+) -> None:
+    """Run one response's tool calls in order, their results appended to ``history``."""
+    for i, call in enumerate(calls):
+        if checkpoint is not None and checkpoint.may_wait(call):
+            state = Suspended(list(history), tuple(calls[i:]), result.usage, result.model_calls, list(result.tool_calls))
+            await checkpoint.save(state)
+        outcome = await _tool_call(tools, call, trace)
+        result.tool_calls.append(call.name)
+        history.append(
+            ChatMessage(
+                "tool",
+                outcome.content,
+                tool_call_id=call.id,
+                is_error=outcome.is_error,
+                images=outcome.images,
+            )
+        )
 
 
 async def _tool_call(tools: ToolBox, call: ToolCall, trace: RunTrace) -> ToolOutcome:

@@ -69,11 +69,21 @@ class ChatMessage:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens of one or more model calls; the cache counts are the parts of ``input_tokens``
+    read from and written to the provider's prompt cache (priced apart)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +102,7 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     stop_reason: str = "end_turn"
     usage: Usage = field(default_factory=Usage)
+    model: str | None = None  # the model that answered, when not the request's (a fallback)
 
 
 TextDelta = Callable[[str], Awaitable[None]]
@@ -102,13 +113,19 @@ class ProviderError(PlatformError):
     """A model call failed after the provider's own retries.
 
     ``transient`` tells the queue whether retrying the turn later may help;
-    ``retry_after`` (seconds) is the provider's own hint when it gave one.
+    ``retry_after`` (seconds) is the provider's own hint when it gave one; ``fallback``
+    whether a persona's next model may be tried instead (the model was unavailable: 408, 429,
+    5xx, overloaded, unreachable or timed out, before any text was streamed), never for a
+    request or key the API refused.
     """
 
-    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None):
+    def __init__(
+        self, message: str, *, transient: bool, retry_after: float | None = None, fallback: bool = False
+    ):
         super().__init__(message)
         self.transient = transient
         self.retry_after = retry_after
+        self.fallback = fallback
 
 
 class ModelProvider(Protocol):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "KeptAnswer",
+    "RunSpend",
     "complete_run",
     "end_run",
     "end_sessions",
@@ -38,6 +39,19 @@ def start_run(
     return int(run_id)
 
 
+@dataclass(frozen=True, slots=True)
+class RunSpend:
+    """What a run's usage cost and whom it answered (:func:`complete_run`)."""
+
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = None  # None: its model has no price
+    currency: str | None = None
+    sender_id: str | None = None
+    channel: str | None = None
+    fallbacks: int = 0  # model calls a fallback model answered
+
+
 def complete_run(
     conn: sqlite3.Connection,
     run_id: int,
@@ -47,13 +61,30 @@ def complete_run(
     output_tokens: int,
     model_calls: int,
     now: float,
+    spend: RunSpend | None = None,
 ) -> None:
-    """The run answered: its model (a hook may have changed it since it began) and usage."""
+    """The run answered: the model that answered (a hook or a fallback may have changed it
+    since it began), its usage and, with ``spend``, its cost and whom it answered."""
     conn.execute(
         "UPDATE runs SET status = 'completed', model = ?, input_tokens = ?, output_tokens = ?, "
         "model_calls = ?, ended_at = ? WHERE id = ?",
         (model, input_tokens, output_tokens, model_calls, now, run_id),
     )
+    if spend is not None:
+        conn.execute(
+            "UPDATE runs SET cache_read_tokens = ?, cache_write_tokens = ?, cost = ?, currency = ?, "
+            "sender_id = ?, channel = ?, fallbacks = ? WHERE id = ?",
+            (
+                spend.cache_read_tokens,
+                spend.cache_write_tokens,
+                spend.cost,
+                spend.currency,
+                spend.sender_id,
+                spend.channel,
+                spend.fallbacks,
+                run_id,
+            ),
+        )
 
 
 def end_run(conn: sqlite3.Connection, run_id: int, status: str, error: str | None, now: float) -> None:

@@ -10,6 +10,7 @@ import anthropic
 from gateway.config import ProviderSettings
 from gateway.runtime.model import (
     ChatMessage,
+    ImageBlock,
     ModelRequest,
     ModelResponse,
     ToolCall,
@@ -103,7 +104,8 @@ def to_anthropic_messages(
     """Convert the neutral transcript to Messages API ``messages``.
 
     Tool results become ``tool_result`` blocks in a user message, their images ``image``
-    blocks inside them (or, without ``images``, a note in the text); consecutive messages of
+    blocks inside them (or, without ``images``, a note in the text); a user message's images
+    (photos the user sent) follow its text the same way; consecutive messages of
     the same API role (several tool results, or results followed by user text) are merged
     into one message, which keeps the roles alternating as the API expects. Blank text is
     dropped because the API rejects empty text blocks.
@@ -131,8 +133,11 @@ def _blocks(message: ChatMessage, images: bool) -> tuple[str, list[dict[str, Any
             block["is_error"] = True
         return "user", [block]
     blocks: list[dict[str, Any]] = []
-    if message.content.strip():
-        blocks.append({"type": "text", "text": message.content})
+    text = message.content if images else not_shown(message.content, message.images)
+    if text.strip():
+        blocks.append({"type": "text", "text": text})
+    if message.role == "user" and images:
+        blocks.extend(_image_blocks(message.images))
     if message.role == "assistant":
         blocks.extend(
             {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}
@@ -143,11 +148,15 @@ def _blocks(message: ChatMessage, images: bool) -> tuple[str, list[dict[str, Any
 
 def _result_content(message: ChatMessage) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = [{"type": "text", "text": message.content}] if message.content else []
-    content.extend(
-        {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}}
-        for i in message.images
-    )
+    content.extend(_image_blocks(message.images))
     return content
+
+
+def _image_blocks(images: tuple[ImageBlock, ...]) -> list[dict[str, Any]]:
+    return [
+        {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}}
+        for i in images
+    ]
 
 
 @dataclass(slots=True)
@@ -169,6 +178,8 @@ class _Accumulator:
     stop_reason: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def feed(self, event: Any) -> str:
         """Take one event; return text to stream to the caller, if any."""
@@ -227,6 +238,13 @@ class _Accumulator:
         output = getattr(usage, "output_tokens", None)
         if isinstance(output, int):
             self.output_tokens = output
+        read, written = (
+            getattr(usage, k, None) for k in ("cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+        if isinstance(read, int):
+            self.cache_read_tokens = read
+        if isinstance(written, int):
+            self.cache_write_tokens = written
 
     def result(self, provider: str) -> ModelResponse:
         if self.events == 0:
@@ -246,7 +264,9 @@ class _Accumulator:
             text=self.text.text,
             tool_calls=calls,
             stop_reason=stop,
-            usage=Usage(self.input_tokens, self.output_tokens),
+            usage=Usage(
+                self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens
+            ),
         )
 
 

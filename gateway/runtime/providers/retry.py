@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
 # Error types that mean the same when they arrive inside a 200 streaming response.
 RETRY_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error", "server_error"})
+# Statuses after which a persona's next model is tried (Anthropic's 529 is "overloaded").
+FALLBACK_STATUSES = frozenset({408, 429, *range(500, 600)})
 # Delays between the attempts of one model call when the API names none.
 MODEL_CALL_BACKOFF = Backoff(base=0.5, max=30.0)
 
@@ -63,10 +65,27 @@ class RetryableError(TransientError):
         retry_after (:obj:`float`, optional): The API's own hint, in seconds.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+        error_type: str | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.retry_after = retry_after
+        self.status = status  # None: no response (connection failed, the stream broke off)
+        self.error_type = error_type
+
+    @property
+    def unavailable(self) -> bool:
+        """The model was unavailable (another model may answer): 408, 429, 5xx, overloaded, no
+        response. 409 and other statuses are not: they are about this request."""
+        if self.status is None or self.status == 200:
+            return self.status is None or self.error_type in RETRY_ERROR_TYPES
+        return self.status in FALLBACK_STATUSES
 
 
 class StreamTracker:
@@ -131,7 +150,9 @@ def classify_status(
     where = "error inside the response stream" if status == 200 else f"HTTP {status}"
     text = f"model provider {provider!r}: {where}{kind}: {message}"
     if status in RETRY_STATUSES or error_type in RETRY_ERROR_TYPES:
-        return RetryableError(text, retry_after=parse_retry_after(headers))
+        return RetryableError(
+            text, retry_after=parse_retry_after(headers), status=status, error_type=error_type
+        )
     return ProviderError(text, transient=False)
 
 
@@ -178,7 +199,9 @@ async def run_with_retries(
                 return await attempt(max(deadline - loop.time(), 0.001))
         except TimeoutError:
             raise ProviderError(
-                f"model provider {provider!r}: no complete response within {timeout:g} s", transient=True
+                f"model provider {provider!r}: no complete response within {timeout:g} s",
+                transient=True,
+                fallback=not (tracker is not None and tracker.started),
             ) from None
         except RetryableError as failure:
             if tracker is not None and tracker.started:
@@ -192,6 +215,7 @@ async def run_with_retries(
                     f"{failure.message} (gave up after {retry + 1} attempts)",
                     transient=True,
                     retry_after=failure.retry_after,
+                    fallback=failure.unavailable,
                 ) from None
             wait = policy.delay(retry, failure.retry_after)
             if loop.time() + wait >= deadline:
@@ -199,6 +223,7 @@ async def run_with_retries(
                     f"{failure.message} (the next retry in {wait:.1f} s would pass the {timeout:g} s timeout)",
                     transient=True,
                     retry_after=failure.retry_after,
+                    fallback=failure.unavailable,
                 ) from None
             log.warning("%s; retry %d/%d in %.2f s", failure.message, retry + 1, policy.max_retries, wait)
             await asyncio.sleep(wait)

@@ -48,6 +48,11 @@ class Group(Protocol):
 
     async def replies(self, n: int) -> list[Posted]: ...
 
+    def operator_chat(self) -> str:
+        """A chat of the operator's (made known to the platform), for ``operator.chat``."""
+
+    async def operator_notices(self, n: int) -> list[str]: ...
+
 
 class _Telegram:
     platform = "telegram"
@@ -83,6 +88,13 @@ class _Telegram:
         sent = await self.fake.wait_for_sent(self.chat, n, timeout=WAIT)
         return [Posted(m.text, str(m.message_thread_id) if m.message_thread_id else None) for m in sent]
 
+    def operator_chat(self) -> str:
+        self.fake.add_chat(555, "private", user_id=555)
+        return "555"
+
+    async def operator_notices(self, n: int) -> list[str]:
+        return [m.text for m in await self.fake.wait_for_sent(555, n, timeout=WAIT)]
+
 
 class _Slack:
     platform = "slack"
@@ -116,6 +128,12 @@ class _Slack:
         posted = await self.fake.wait_for_posted(self.chat, n, timeout=WAIT)
         return [Posted(m.text, m.thread_ts) for m in posted]
 
+    def operator_chat(self) -> str:
+        return "D0OPERATR"
+
+    async def operator_notices(self, n: int) -> list[str]:
+        return [m.text for m in await self.fake.wait_for_posted("D0OPERATR", n, timeout=WAIT)]
+
 
 class _Discord:
     platform = "discord"
@@ -143,6 +161,14 @@ class _Discord:
     async def replies(self, n: int) -> list[Posted]:
         sent = await self.fake.wait_for_sent(self.chat, n, timeout=WAIT)
         return [Posted(m["content"], None) for m in sent]
+
+    def operator_chat(self) -> str:
+        # The operator's channel becomes known to the fake when the operator first posts there.
+        self.fake.inject_message("400000000000000009", "ops here", author_id="300000000000000009")
+        return "400000000000000009"
+
+    async def operator_notices(self, n: int) -> list[str]:
+        return [m["content"] for m in await self.fake.wait_for_sent("400000000000000009", n, timeout=WAIT)]
 
 
 @contextlib.asynccontextmanager
