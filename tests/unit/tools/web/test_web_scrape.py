@@ -9,7 +9,8 @@ import pytest
 from aiohttp import web
 
 from tests.fakes.search_api import RESULTS, FakeSearch
-from tests.unit.tools.web.conftest import ARTICLE_SENTENCES, NOISE, Site, article_html, make_ctx, stub_dns
+from tests.fakes.web_pages import ARTICLE_SENTENCES, NOISE, article_html
+from tests.unit.tools.web.conftest import Site, make_ctx, stub_dns
 from tools.base import ToolContext, ToolError
 from tools.web import render, web_scrape
 
