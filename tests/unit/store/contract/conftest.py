@@ -27,6 +27,7 @@ from gateway.store import (
     memory,
     messages,
     outbox,
+    previews,
     procedures,
     queue,
     runs,
@@ -62,6 +63,7 @@ class Backend:
     children: ModuleType = children
     findings: ModuleType = findings
     procedures: ModuleType = procedures
+    previews: ModuleType = previews
 
     async def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
