@@ -26,6 +26,7 @@ class ChatCommand:
 CHAT_COMMANDS: tuple[ChatCommand, ...] = (
     ChatCommand("stop", "Cancel the reply being written"),
     ChatCommand("new", "Start a new conversation here (earlier messages leave the context)"),
+    ChatCommand("usage", "Tokens and cost of this conversation and yours, today and this month"),
     ChatCommand("help", "List these commands"),
 )
 

@@ -44,6 +44,9 @@ class ChatCommands:
             when none was running (:meth:`gateway.queue.TurnQueue.cancel`).
         notice (Callable[[:obj:`int`, :obj:`str`], Awaitable]): Posts a short gateway message
             into a thread.
+        usage (Callable[[:obj:`int`, :obj:`int` | :obj:`None`], Awaitable[:obj:`str`]], optional):
+            ``/usage``'s answer for a thread and the command's message
+            (:func:`gateway.usage_report.usage_answer`).
     """
 
     def __init__(
@@ -52,14 +55,17 @@ class ChatCommands:
         *,
         cancel: Callable[[int], bool],
         notice: Callable[[int, str], Awaitable[object]],
+        usage: Callable[[int, int | None], Awaitable[str]] | None = None,
     ):
         self.db = db
         self.cancel = cancel
         self.notice = notice
+        self.usage = usage
         self._handlers: dict[str, Callable[[IntakeResult], Awaitable[Answer]]] = {
             "/stop": self._stop,
             "/new": self._new,
             "/help": self._help,
+            "/usage": self._usage,
         }
 
     def handles(self, command: str) -> bool:
@@ -90,3 +96,9 @@ class ChatCommands:
 
     async def _help(self, result: IntakeResult) -> Answer:
         return Answer(help_text())
+
+    async def _usage(self, result: IntakeResult) -> Answer:
+        assert result.thread_id is not None
+        if self.usage is None:
+            return Answer("Usage is not recorded here.")
+        return Answer(await self.usage(result.thread_id, result.message_id))

@@ -55,6 +55,7 @@ from gateway.store.db import DB_FILE, Database, open_database
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
+from gateway.usage_report import usage_answer
 from gateway.voice.service import Voice
 from gateway.watchdog import SystemdNotifier
 from tools.browser.manager import close_browser
@@ -203,7 +204,10 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         notice=poster.notice,
         data_path=settings.data_path,
     )
-    intake = Intake(pipeline, ChatCommands(db, cancel=queue.cancel, notice=poster.notice), interactions)
+    commands = ChatCommands(
+        db, cancel=queue.cancel, notice=poster.notice, usage=partial(usage_answer, db, settings)
+    )
+    intake = Intake(pipeline, commands, interactions)
     channels = ChannelSupervisor(connectors, intake, settings.channel_retry.backoff)
     status = StatusReporter(db, connectors, queue)
     control = ControlServer(

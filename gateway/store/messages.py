@@ -199,3 +199,9 @@ def batch_senders(conn: sqlite3.Connection, message_ids: Sequence[int]) -> list[
         tuple(message_ids),
     ).fetchall()
     return [str(r[0]) for r in rows]
+
+
+def message_sender(conn: sqlite3.Connection, message_id: int) -> str | None:
+    """The sender id of message ``message_id`` (``None`` for the gateway's own or unknown)."""
+    row = conn.execute("SELECT sender_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None or not row[0] else str(row[0])
