@@ -34,16 +34,17 @@ from tests.fakes.voice_maker import SPOKEN_TAG, wav_of
 
 __all__ = ["FakeAudioAPI", "heard_in"]
 
-_TAG = re.compile(re.escape(SPOKEN_TAG.encode()) + rb"=", re.IGNORECASE)
+_TAG = re.compile(re.escape(SPOKEN_TAG.encode()) + rb"[=\x00]", re.IGNORECASE)
 
 
 def heard_in(audio: bytes) -> str | None:
-    """The sentence :func:`~tests.fakes.voice_maker.voice_note` wrote into ``audio``, if any."""
+    """The sentence :func:`~tests.fakes.voice_maker.voice_note` wrote into ``audio``, if any: an
+    OGG comment (a 4-byte length, then ``KEY=value``) or an ID3 text frame (``KEY\\0value``)."""
     found = _TAG.search(audio)
     if found is None:
         return None
     start = found.end()
-    if found.start() >= 4:  # an OGG comment: a 4-byte length before KEY=value
+    if audio[found.end() - 1 : found.end()] == b"=" and found.start() >= 4:
         (length,) = struct.unpack_from("<I", audio, found.start() - 4)
         end = found.start() + length
         if start <= end <= len(audio):

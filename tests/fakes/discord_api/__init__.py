@@ -28,6 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.discord_api import payloads as p
+from tests.fakes.discord_api.app_commands import AppCommands
 from tests.fakes.discord_api.gateway import Gateway
 from tests.fakes.discord_api.interactions import Interactions
 
@@ -108,6 +109,7 @@ class FakeDiscord:
             dispatch=self.gateway.broadcast,
             record_sent=lambda cid, message: self._sent[cid].append(message),
         )
+        self.app_commands = AppCommands(app_id=self.bot_id)
         self._runner: web.AppRunner | None = None
         self._port = 0
 
@@ -125,6 +127,7 @@ class FakeDiscord:
         app.router.add_post("/api/v10/channels/{cid}/typing", self._trigger_typing)
         app.router.add_get("/attachments/{aid}/{filename}", self._get_file)
         app.router.add_routes(self.interactions.routes())
+        app.router.add_routes(self.app_commands.routes())
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -160,12 +163,14 @@ class FakeDiscord:
         reply_to: str | None = None,
         attachments: Iterable[dict[str, Any]] = (),
         author_bot: bool = False,
+        flags: int = 0,
     ) -> str:
         """A user posts a message; dispatched as MESSAGE_CREATE. Returns the message id.
 
         ``thread_id`` posts inside that thread of ``channel_id`` (created on first use and,
         unlike :attr:`thread_id`, unknown to the client's cache). Unknown guild channels are
         created too. ``guild=False`` makes ``channel_id`` a DM channel with the author.
+        ``flags`` are the message's (8192: a voice message, whose one attachment is OGG/Opus).
         """
         author = self._users.get(author_id) or p.user(author_id, f"user{author_id[-4:]}", bot=author_bot)
         self._users.setdefault(author_id, author)
@@ -192,6 +197,7 @@ class FakeDiscord:
             attachments=list(attachments),
             referenced=referenced,
         )
+        message["flags"] = flags
         self._messages[message["id"]] = message
         self.gateway.broadcast("MESSAGE_CREATE", message)
         return message["id"]
