@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from connectors.base import Connector
 from gateway.queue import TurnQueue
@@ -18,10 +18,12 @@ from gateway.store.db import Database
 from gateway.store.outbox import count_by_status as outbox_counts
 from gateway.store.queue import DeadLetter, dead_letters
 from gateway.store.queue import count_by_status as queue_counts
+from gateway.store.usage import FallbackCount, fallback_counts
 
 __all__ = ["DEAD_LETTERS_SHOWN", "ChannelStatus", "StatusReport", "StatusReporter", "channel_status"]
 
 DEAD_LETTERS_SHOWN = 20
+FALLBACK_WINDOW = 86_400.0  # `talon status` counts the fallbacks of the last day
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class StatusReport:
     queue: dict[str, int]
     outbox: dict[str, int]
     dead_letters: list[DeadLetter]
+    fallbacks: list[FallbackCount] = field(default_factory=list)  # per persona, the last day
 
 
 class StatusReporter:
@@ -80,6 +83,7 @@ class StatusReporter:
             queue=await self.db.read(queue_counts),
             outbox=await self.db.read(outbox_counts),
             dead_letters=await self.db.read(dead_letters, DEAD_LETTERS_SHOWN),
+            fallbacks=await self.db.read(fallback_counts, since=time.time() - FALLBACK_WINDOW),
         )
 
 

@@ -21,13 +21,14 @@ from gateway.cli import (
     runs,
     service,
     skills,
+    usage,
 )
 from gateway.cli.common import EXIT_CONFIG, CommandError, common_options
 from gateway.config import ConfigError
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (init, service, chat, control, doctor, records, runs, personas, skills, logs, completion)
+_GROUPS = (init, service, chat, control, doctor, records, runs, usage, personas, skills, logs, completion)
 
 
 def _version() -> str:

@@ -59,6 +59,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             state, detail = f"retrying in {ch['retry_in']:.0f} s", f"last error: {detail}"
         print(f"  channel {name}: {state}{f' — {detail}' if detail else ''}")
     print(f"  queue: {json.dumps(status.get('queue', {}))}  outbox: {json.dumps(status.get('outbox', {}))}")
+    for f in status.get("fallbacks", []):
+        print(
+            f"  fallbacks in the last day: {f['persona']}: {f['runs']} runs answered by a fallback model "
+            f"({f['fallbacks']} calls), the last by {f['last_model']}"
+        )
     dead = status.get("dead_letters", [])
     if dead:
         print(f"  dead letters ({len(dead)}; `talon dead-letters` to retry or drop them):")

@@ -35,6 +35,7 @@ from gateway.store import (
     state,
     threads,
     traces,
+    usage,
 )
 from gateway.store.db import Database, open_database
 
@@ -63,6 +64,7 @@ class Backend:
     children: ModuleType = children
     findings: ModuleType = findings
     procedures: ModuleType = procedures
+    usage: ModuleType = usage
     previews: ModuleType = previews
 
     async def write(
