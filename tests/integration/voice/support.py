@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.fakes.audio_api import FakeAudioAPI
 from tests.fakes.model_api import Reply
@@ -70,8 +71,6 @@ def voice_config(
         "bindings": [{"channel": channel["name"], "persona": "assistant"}],
     }
     config = write_config(root, provider=provider_for(model), extra=extra)
-    import yaml
-
     raw = yaml.safe_load(config.read_text())
     raw["providers"][AUDIO] = {"type": "openai", "base_url": audio.base_url, "api_key": audio.api_key}
     if transcription is not None:
