@@ -55,6 +55,15 @@ class Attachment:
     excerpt: str | None = None  # a document's opening text, added at intake (gateway/intake_documents.py)
 
 
+@dataclass(frozen=True, slots=True)
+class Tap:
+    """A user picked ``values`` (option ids; one for a button) on the prompt ``prompt_id``
+    (:mod:`connectors.interactive`)."""
+
+    prompt_id: str
+    values: tuple[str, ...]
+
+
 @dataclass(slots=True)
 class InboundEvent:
     """One platform message, normalized.
@@ -79,6 +88,7 @@ class InboundEvent:
     platform_message_id: str | None = None
     received_at: float = field(default_factory=time.time)
     raw: dict[str, Any] = field(default_factory=dict)
+    tap: Tap | None = None  # a button tap (connectors.interactive); event_id is the platform's callback id
 
 
 class ErrorClass(StrEnum):

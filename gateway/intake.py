@@ -7,11 +7,15 @@ connector then does not acknowledge them, so the platform delivers them again af
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
 from gateway.commands import ChatCommands, command_of
 from gateway.errors import TransientError
 from gateway.pipeline import Pipeline
+
+if TYPE_CHECKING:
+    from gateway.interactions.service import Interactions
 
 __all__ = ["Intake", "ShuttingDownError"]
 
@@ -26,11 +30,14 @@ class Intake:
     Args:
         pipeline (:class:`gateway.pipeline.Pipeline`): Stores each event and queues its turn.
         commands (:class:`gateway.commands.ChatCommands`): Runs the command a stored message is.
+        interactions (:class:`gateway.interactions.service.Interactions`, optional): Takes taps,
+            and replies that answer a pending question, before the pipeline (they start no turn).
     """
 
-    def __init__(self, pipeline: Pipeline, commands: ChatCommands):
+    def __init__(self, pipeline: Pipeline, commands: ChatCommands, interactions: Interactions | None = None):
         self.pipeline = pipeline
         self.commands = commands
+        self.interactions = interactions
         self._open = True
 
     def close(self) -> None:
@@ -40,6 +47,12 @@ class Intake:
     async def __call__(self, event: InboundEvent) -> IntakeResult:
         if not self._open:
             raise ShuttingDownError("the gateway is stopping")
+        if self.interactions is not None and self.interactions.wants(event):
+            answered = await self.interactions.take(event)
+            if answered is not None:
+                return answered
+        if event.tap is not None:  # a tap nobody takes is never a message
+            return IntakeResult(IntakeStatus.STORED, reply="This button is no longer valid.")
         result = await self.pipeline.ingest(event)
         if result.status is IntakeStatus.STORED and result.thread_id is not None:
             command = command_of(event.text)

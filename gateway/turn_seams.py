@@ -32,6 +32,7 @@ class TurnTools(Protocol):
         sender_id: str | None = None,
         budget: RunBudget | None = None,
         trace: RunTrace | None = None,
+        interactive: bool = False,
     ) -> ToolBox: ...
 
     def instructions(self, persona: Persona) -> Sequence[str]: ...
@@ -49,6 +50,7 @@ class NoTurnTools:
         sender_id: str | None = None,
         budget: RunBudget | None = None,
         trace: RunTrace | None = None,
+        interactive: bool = False,
     ) -> ToolBox:
         return NoTools()
 

@@ -22,7 +22,7 @@ __all__ = ["AuditEntry", "AuditLog", "redact", "summarize_args"]
 
 log = logging.getLogger("talon.bridge")
 
-Decision = Literal["allowed", "refused", "result"]
+Decision = Literal["allowed", "refused", "result", "approval"]
 Status = Literal["ok", "error", "timeout"]
 
 MAX_DETAIL = 300
@@ -43,7 +43,8 @@ class AuditEntry:
         thread_id (:obj:`int` | :obj:`None`): The thread the request claimed or belongs to.
         persona (:obj:`str` | :obj:`None`): The persona the request claimed or belongs to.
         tool (:obj:`str` | :obj:`None`): The tool's MCP name as requested.
-        decision (:obj:`str`): ``allowed``, ``refused`` or ``result``.
+        decision (:obj:`str`): ``allowed``, ``refused``, ``result`` or ``approval`` (a request
+            for approval, then its outcome: status ``ok`` approved, ``error`` denied, ``timeout``).
         status (:obj:`str` | :obj:`None`): For results: ``ok``, ``error`` or ``timeout``.
         detail (:obj:`str` | :obj:`None`): A short, redacted explanation.
     """

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gateway", "connectors", "tools")
 WIRING = frozenset({"gateway.daemon", "gateway.cli"})
 # Modules of ``connectors`` every connector shares; every other module there belongs to one platform.
-SHARED_CONNECTOR_MODULES = frozenset({"base", "pacing", "policy", "render", "streaming"})
+SHARED_CONNECTOR_MODULES = frozenset({"base", "interactive", "pacing", "policy", "render", "streaming"})
 
 ALLOWED_UNTIL_RESHAPED: frozenset[tuple[str, str]] = frozenset()  # none left
 
