@@ -94,6 +94,9 @@ class LiveReply:
         self._label = status_label
         self._native: NativeStream | None = editor.native(key, chat_type) if mode == "native" else None
         self._preview: Preview | None = None
+        status_here = getattr(editor, "status_here", None)
+        self._status_here = bool(status_here and status_here(key))
+        self._status_shown: str | None = None
         self.pacer = PreviewPacer(
             self._show,
             interval=max(interval, editor.min_interval(key)),
@@ -118,9 +121,12 @@ class LiveReply:
     # ---------------------------------------------------------------- showing
 
     async def _show(self, body: str, status: str | None) -> SendResult:
+        if self._status_here:
+            await self._native_status(status)
+            status = None
         text = compose(body, status)
         if self._native is not None:
-            result = await self._native.update(text)
+            result = await self._native.update(body if getattr(self._native, "appends", False) else text)
             if result.ok:
                 await self._record(self._native.message_id)
                 return result
@@ -136,6 +142,16 @@ class LiveReply:
                 await self._record(result.platform_message_id)
             return result
         return await self._edit(text)
+
+    async def _native_status(self, status: str | None) -> None:
+        """The platform's own status line (a Slack assistant thread's), set when it changes."""
+        if status == self._status_shown:
+            return
+        result = await self._editor.set_status(self._key, status or "")  # type: ignore[attr-defined]
+        if result.ok:
+            self._status_shown = status
+        elif result.error_class is ErrorClass.PERMANENT:
+            self._status_here = False  # show it in the preview from now on
 
     async def _edit(self, text: str) -> SendResult:
         assert self._preview is not None
@@ -167,7 +183,12 @@ class LiveReply:
             result = await self._native.finish()
             if not result.ok:
                 log.info("ending the native stream failed: %s", result.error)
+        await self._clear_status()
         return self._preview
+
+    async def _clear_status(self) -> None:
+        if self._status_here and self._status_shown:
+            await self._native_status(None)
 
     async def discard(self, stale_preview: str) -> None:
         """The turn ended without a reply to replace the preview (it failed, was stopped or is
@@ -175,6 +196,7 @@ class LiveReply:
         await self.pacer.close()
         if self._native is not None:
             await self._native.finish()
+        await self._clear_status()
         if self._preview is not None:
             row = PreviewRow(
                 self._preview.row_id,

@@ -51,6 +51,7 @@ from connectors.base import (
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
 from connectors.slack.commands import CommandThreads, SlashCommands
+from connectors.slack.editing import SlackEditor
 from connectors.slack.errors import SEND_ERRORS, api_error_code, classify_send_error, may_pass
 from connectors.slack.files import FileDownloader
 from connectors.slack.inbound import (
@@ -123,6 +124,7 @@ class SlackConnector:
         self._session: aiohttp.ClientSession | None = None
         self._post_session: aiohttp.ClientSession | None = None
         self._poster: AsyncWebClient | None = None
+        self.message_editor = SlackEditor(lambda: self._poster, escape_mrkdwn)  # streamed replies
         self._web: AsyncWebClient | None = None
         self._files: FileDownloader | None = None
         self._receiver: EventReceiver | None = None

@@ -27,6 +27,11 @@ class PostedMessage:
     thread_ts: str | None
     mrkdwn: bool | None
     params: dict[str, Any]
+    streaming: bool = False  # posted with chat.startStream and not stopped yet
+    deleted: bool = False
+    versions: list[str] = field(default_factory=list)  # the text before each chat.update
+    edit_times: list[float] = field(default_factory=list)  # time.monotonic() of each chat.update
+    stream_times: list[float] = field(default_factory=list)  # of chat.startStream and each append
 
 
 @dataclass
@@ -82,6 +87,7 @@ class State:
     envelopes: list[Envelope] = field(default_factory=list)
     downloads: list[str] = field(default_factory=list)
     authors: dict[tuple[str, str], str] = field(default_factory=dict)
+    statuses: list[tuple[str, str, str]] = field(default_factory=list)  # assistant.threads.setStatus
 
 
 def channel_type(channel: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.slack_api.editing import Editing
 from tests.fakes.slack_api.model import (
     APP_ID,
     BOT_ID,
@@ -55,6 +56,7 @@ class WebApi:
             "reactions.remove": self._reactions_remove,
             "users.info": self._users_info,
         }
+        self._methods.update(Editing(self.state, self._next_ts).methods())
 
     @property
     def base_url(self) -> str:
