@@ -27,6 +27,7 @@ log = logging.getLogger("talon.connectors.discord")
 
 MessageHook = Callable[[discord.Message, dict[str, Any]], None]
 StateHook = Callable[[str, str], None]
+InteractionHook = Callable[[discord.Interaction, dict[str, Any]], None]
 
 
 def api_base_for(api_base_url: str | None) -> str | None:
@@ -74,6 +75,7 @@ class TalonDiscordClient(discord.Client):
     ``on_message(message, raw)`` is called synchronously, in the order the gateway
     delivered the messages, with the MESSAGE_CREATE payload as ``raw``.
     ``on_state(state, detail)`` receives ``"connected"`` / ``"reconnecting"``.
+    ``on_interaction(interaction, raw)`` is called likewise for each INTERACTION_CREATE.
 
     Args:
         api_base: versioned REST base (see :func:`api_base_for`) or ``None`` for discord.com.
@@ -92,6 +94,7 @@ class TalonDiscordClient(discord.Client):
         gateway_url: str | None = None,
         http_trace: aiohttp.TraceConfig | None = None,
         max_ratelimit_timeout: float | None = None,
+        on_interaction: InteractionHook | None = None,
     ) -> None:
         super().__init__(
             intents=default_intents(),
@@ -108,6 +111,7 @@ class TalonDiscordClient(discord.Client):
         self._connection.http = self.http
         self._talon_on_message = on_message
         self._talon_on_state = on_state
+        self._talon_on_interaction = on_interaction
         self._current_raw: dict[str, Any] | None = None
         self._guard_parsers()
 
@@ -123,7 +127,8 @@ class TalonDiscordClient(discord.Client):
 
     def _guarded(self, event: str, parser: Callable[[Any], None]) -> Callable[[Any], None]:
         def run(data: Any) -> None:
-            self._current_raw = data if event == "MESSAGE_CREATE" and isinstance(data, dict) else None
+            kept = event in ("MESSAGE_CREATE", "INTERACTION_CREATE") and isinstance(data, dict)
+            self._current_raw = data if kept else None
             try:
                 parser(data)
             except Exception as exc:
@@ -140,6 +145,8 @@ class TalonDiscordClient(discord.Client):
         try:
             if event == "message" and args:
                 self._talon_on_message(args[0], self._current_raw or {})
+            elif event == "interaction" and args and self._talon_on_interaction is not None:
+                self._talon_on_interaction(args[0], self._current_raw or {})
             elif event in ("connect", "resumed"):
                 self._talon_on_state("connected", "")
             elif event == "disconnect":

@@ -24,6 +24,7 @@ from connectors.base import (
     ThreadKey,
 )
 from connectors.discord_bot.client import TalonDiscordClient, api_base_for
+from connectors.discord_bot.commands import ApplicationCommands, register_commands
 from connectors.discord_bot.inbound import InboundBuilder, RecentIds
 from connectors.discord_bot.lanes import Lanes
 from connectors.discord_bot.outbound import DiscordSender, request_trace
@@ -111,6 +112,10 @@ class DiscordConnector:
         self._lanes: Lanes[_Item] = Lanes(self._process)
         self._runner: asyncio.Task[None] | None = None
         self._stopping = False
+        self._commands = ApplicationCommands(
+            channel=self.name, client=lambda: self._client, policy=self._policy, intake=lambda: self._intake
+        )
+        self._interactions: set[asyncio.Task[None]] = set()
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -127,6 +132,7 @@ class DiscordConnector:
         self._bind(client)
         me = client.user
         log.info("discord channel %s logged in as %s (%s)", self.name, me, me.id if me else "?")
+        await register_commands(client, self.name)
         self._runner = asyncio.create_task(self._run_gateway(), name=f"discord-gateway-{self.name}")
 
     async def stop(self) -> None:
@@ -143,6 +149,9 @@ class DiscordConnector:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._runner
         await self._lanes.close()
+        for task in list(self._interactions):
+            task.cancel()
+        await asyncio.gather(*self._interactions, return_exceptions=True)
         if self._typing is not None:
             await self._typing.close()
         self.health.set("stopped")
@@ -151,6 +160,7 @@ class DiscordConnector:
         return TalonDiscordClient(
             on_message=self._on_message,
             on_state=self._on_state,
+            on_interaction=self._on_interaction,
             api_base=self._api_base,
             gateway_url=self._settings.gateway_url,
             http_trace=request_trace(),
@@ -280,6 +290,16 @@ class DiscordConnector:
         if self._stopping:
             return
         self._lanes.put(str(message.channel.id), (message, raw))
+
+    def _on_interaction(self, interaction: discord.Interaction, raw: dict[str, Any]) -> None:
+        if self._stopping:
+            return
+        if interaction.type is not discord.InteractionType.application_command:
+            log.debug("ignored discord interaction of type %s", interaction.type)
+            return
+        task = asyncio.create_task(self._commands.handle(interaction, raw))
+        self._interactions.add(task)
+        task.add_done_callback(self._interactions.discard)
 
     async def _process(self, item: _Item) -> None:
         message, raw = item

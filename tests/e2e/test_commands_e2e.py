@@ -16,9 +16,12 @@ import pytest
 import gateway.runtime.providers.anthropic_provider  # noqa: F401  (see test_telegram_e2e)
 from gateway.command_table import CHAT_COMMANDS, help_text
 from tests.e2e.support import transcript, wait_until
+from tests.e2e.test_discord_e2e import discord_gateway
 from tests.e2e.test_slack_e2e import DM, GENERAL, NAME, slack_gateway
 from tests.e2e.test_slack_e2e import MODES as SLACK_MODES
 from tests.e2e.test_telegram_e2e import answer, telegram_gateway
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_api.interactions import Interaction
 from tests.fakes.model_api import FakeAnthropic, Reply
 from tests.fakes.slack_api import Envelope, FakeSlack
 from tests.fakes.telegram_api import FakeTelegramAPI
@@ -157,3 +160,94 @@ async def test_slack_new_by_slash_command_starts_a_fresh_context(
         await slack.wait_for_posted(DM, 2, timeout=REPLY)
     assert len(model.requests) == 2
     assert "remember 42" not in transcript(model.requests[1])
+
+
+# ---------------------------------------------------------------- Discord
+
+
+async def _discord_answer(discord_fake: FakeDiscord, interaction: Interaction) -> str:
+    """What the user who typed the command saw: the deferred response, once answered."""
+
+    def answered() -> bool:
+        message = discord_fake.interactions.messages.get(interaction.original_id or "")
+        return bool(message and message.get("content"))
+
+    await wait_until(answered, REPLY, "the interaction's answer")
+    assert interaction.callbacks == [{"type": 5, "data": {"flags": 64}}]  # deferred, ephemeral
+    return str(discord_fake.interactions.messages[interaction.original_id]["content"])  # type: ignore[index]
+
+
+def _app_command(discord_fake: FakeDiscord, name: str, channel_id: str) -> Interaction:
+    command = discord_fake.app_commands.by_name(name) if name in {"stop", "new", "help"} else {"id": "1"}
+    data = {"id": command["id"], "name": name, "type": 1}
+    return discord_fake.interactions.inject(2, data, channel_id=channel_id, user_id=discord_fake.user_id)
+
+
+async def test_discord_registers_application_commands_and_answers_them_where_typed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    slow = FakeAnthropic(responder=lambda body: Reply(text="too late", delay=5))
+    async with slow as model, FakeDiscord() as fake, discord_gateway(tmp_path, fake, model) as gw:
+        registered = [(c["name"], c["description"]) for c in fake.app_commands.commands]
+        # a question in a thread, stopped by /stop typed in that thread
+        fake.inject_message(fake.channel_id, "write a novel", author_id=fake.user_id, mention_bot=True)
+        await wait_until(lambda: len(model.requests) >= 1, REPLY, "the model call")
+        sent_before = len(fake.sent(fake.channel_id))
+        stopping = await _discord_answer(fake, _app_command(fake, "stop", fake.channel_id))
+        await wait_until(
+            lambda: len(fake.sent(fake.channel_id)) > sent_before + 1, REPLY, "the Stopped notice"
+        )
+        # in the DM and in a thread
+        helped = await _discord_answer(fake, _app_command(fake, "help", fake.dm_channel_id))
+        renewed = await _discord_answer(fake, _app_command(fake, "new", fake.thread_id))
+        unknown = await _discord_answer(fake, _app_command(fake, "dance", fake.dm_channel_id))
+        # malformed interactions are logged and skipped: no answer, nothing stored
+        with caplog.at_level(logging.WARNING, logger="talon.connectors.discord"):
+            nameless = fake.interactions.inject(
+                2, {"id": "1", "type": 1}, channel_id=fake.dm_channel_id, user_id=fake.user_id
+            )
+            fake.inject_dispatch("INTERACTION_CREATE", {"type": 2, "id": "x"})
+            await wait_until(lambda: "malformed" in caplog.text, REPLY, "the warnings")
+        await asyncio.sleep(0.2)
+        stored = await fetch_rows(
+            gw.components.db, "SELECT text FROM messages WHERE role = 'user' ORDER BY id"
+        )
+        threads = await fetch_rows(
+            gw.components.db, "SELECT chat_id, topic FROM threads WHERE channel = 'team-discord' ORDER BY id"
+        )
+
+    assert registered == [(c.name, c.summary) for c in CHAT_COMMANDS]
+    assert stopping == "Stopping the reply."
+    notices = [m["content"] for m in fake.sent(fake.channel_id)[sent_before:]]
+    assert "Stopped." in notices and "too late" not in notices
+    assert helped == help_text()
+    assert renewed == "Started a new conversation."
+    assert "/dance is not a command here." in unknown
+    assert nameless.callbacks == []
+    assert [r["text"] for r in stored] == ["write a novel", "/stop", "/help", "/new"]
+    # /new in the thread steered the thread, keyed as its messages are (parent channel + thread)
+    assert (fake.channel_id, fake.thread_id) in {(r["chat_id"], r["topic"]) for r in threads}
+
+
+async def test_discord_keeps_other_commands_and_writes_an_unchanged_set_once(
+    tmp_path: Path, model: FakeAnthropic, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with FakeDiscord() as fake:
+        fake.app_commands.commands = [{"id": "7", "name": "deploy", "description": "Ship it", "type": 1}]
+        async with discord_gateway(tmp_path, fake, model):
+            pass
+        async with discord_gateway(tmp_path, fake, model):
+            pass
+        names = sorted(c["name"] for c in fake.app_commands.commands)
+        puts = fake.app_commands.puts
+        fake.app_commands.commands = []
+        fake.app_commands.fail_next_put = 400
+        with caplog.at_level(logging.WARNING, logger="talon.connectors.discord"):
+            async with discord_gateway(tmp_path, fake, model) as gw:
+                fake.inject_message(fake.dm_channel_id, "still here?", author_id=fake.user_id, guild=False)
+                (reply,) = await fake.wait_for_sent(fake.dm_channel_id, 1, timeout=REPLY)
+                state = gw.components.connectors["team-discord"].health.state
+    assert names == sorted(["deploy", *(c.name for c in CHAT_COMMANDS)])
+    assert puts == 1
+    assert state == "connected" and reply["content"] == "**re:** still here?"
+    assert "could not register the application commands" in caplog.text
