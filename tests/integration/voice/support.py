@@ -8,19 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.fakes.audio_api import FakeAudioAPI
 from tests.fakes.model_api import Reply
-from tests.fakes.voice_maker import have_voice_tools
 from tests.harness import provider_for, write_config
 
 AUDIO = "audio"
 CHAT = 7101
 NO_PACING = {"per_second": 0, "per_chat_per_second": 0, "group_per_minute": 0}
-
-needs_voice_tools = pytest.mark.skipif(not have_voice_tools(), reason="needs ffmpeg and espeak-ng")
 
 
 def request_text(body: dict[str, Any]) -> str:
