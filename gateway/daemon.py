@@ -121,7 +121,9 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
 
     files = settings.data_path / "files"
     bus = EventBus()
-    bindings = Bindings(settings.bindings, personas)
+    bindings = Bindings(
+        settings.bindings, personas, {c.name: getattr(c, "session_scope", None) for c in settings.channels}
+    )
     providers = {name: build_provider(name, p) for name, p in settings.providers.items()}
     subagents = SubagentRunner.from_settings(settings, providers, personas=personas)
     summarizer = (

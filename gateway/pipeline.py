@@ -21,16 +21,16 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from connectors.base import InboundEvent, IntakeResult, IntakeStatus
+from connectors.base import InboundEvent, IntakeResult, IntakeStatus, ThreadKey
 from gateway import inbound_files
 from gateway.commands import command_of
-from gateway.config import Binding
+from gateway.config import Binding, SessionScope
 from gateway.intake_documents import with_excerpts
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
@@ -44,17 +44,40 @@ log = logging.getLogger("talon.pipeline")
 
 
 class Bindings:
-    """Binding resolution: the chat-specific binding first, then the channel default."""
+    """Binding resolution: the chat-specific binding first, then the channel default; and
+    which messages of a chat share a conversation (``session_scope``, the same way)."""
 
-    def __init__(self, bindings: Iterable[Binding], personas: Iterable[str]):
+    def __init__(
+        self,
+        bindings: Iterable[Binding],
+        personas: Iterable[str],
+        scopes: Mapping[str, SessionScope | None] | None = None,
+    ):
         self._by_chat: dict[tuple[str, str], str] = {}
         self._by_channel: dict[str, str] = {}
         self._personas = frozenset(personas)
+        self._scopes: dict[tuple[str, str | None], SessionScope] = {
+            (channel, None): scope for channel, scope in (scopes or {}).items() if scope is not None
+        }
         for b in bindings:
             if b.chat is None:
                 self._by_channel.setdefault(b.channel, b.persona)
             else:
                 self._by_chat.setdefault((b.channel, b.chat), b.persona)
+            if b.session_scope is not None:
+                self._scopes.setdefault((b.channel, b.chat), b.session_scope)
+
+    def conversation(self, event: InboundEvent) -> tuple[ThreadKey, str | None]:
+        """The thread key and session of ``event``'s conversation, by its chat's ``session_scope``:
+        ``topic`` (the default) the platform's own place, ``chat`` the whole chat, ``user`` the
+        sender's own conversation in a group. A DM is one conversation whatever the scope."""
+        key = event.thread_key
+        scope = self._scopes.get((event.channel, key.chat_id)) or self._scopes.get((event.channel, None))
+        if scope is None or scope == "topic" or event.chat_type == "dm":
+            return key, None
+        if scope == "chat":
+            return ThreadKey(key.channel, key.chat_id), None
+        return key, event.sender.id or None
 
     def resolve(self, channel: str, chat_id: str, requested: str | None = None) -> str | None:
         if requested and requested in self._personas:
@@ -112,7 +135,7 @@ class Pipeline:
         pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
         # Concurrent events share commits (Database.run_transaction groups them), each in
         # its own savepoint, so one bad event fails alone.
-        intake = _Intake(event, persona, status, command, pace)
+        intake = _Intake(event, persona, status, command, pace, *self.bindings.conversation(event))
         row = await self.db.run_transaction(partial(_commit_event, intake))
         if row is None:
             if event.attachments:
@@ -204,6 +227,8 @@ class _Intake:
     status: IntakeStatus
     command: str | None
     pace: Pace
+    key: ThreadKey  # the conversation's thread key (session_scope chat drops the topic)
+    session: str | None  # the sender, for session_scope user
 
 
 def _commit_event(
@@ -213,11 +238,18 @@ def _commit_event(
     into the thread's workspace (None when there are none). None for a duplicate."""
     event, persona, status, command = intake.event, intake.persona, intake.status, intake.command
     pace = intake.pace
-    key = event.thread_key
     now = time.time()
     if not record_event(conn, event.channel, event.event_id, command or status.value, now):
         return None
-    thread_id = upsert_thread(conn, key, chat_type=event.chat_type, persona=persona, now=now, rebind=True).id
+    thread_id = upsert_thread(
+        conn,
+        intake.key,
+        chat_type=event.chat_type,
+        persona=persona,
+        now=now,
+        rebind=True,
+        session=intake.session,
+    ).id
     attachments = json.dumps([asdict(a) for a in event.attachments]) if event.attachments else None
     message_id = add_message(
         conn,

@@ -15,6 +15,7 @@ from typing import Any
 from connectors.base import ChatType, ThreadKey
 
 __all__ = [
+    "SESSION_MARK",
     "ThreadRow",
     "ThreadSummary",
     "get_thread",
@@ -27,14 +28,21 @@ __all__ = [
 ]
 
 
+# In the ``topic`` column, what follows this is a session: the sender whose own conversation
+# the thread is (``session_scope: user``). Platform topics (forum topic ids, Slack ``ts``,
+# Discord snowflakes) never hold it.
+SESSION_MARK = "#user="
+
+
 def key_of(channel: str, chat_id: str, topic: str) -> ThreadKey:
-    """The ``ThreadKey`` stored in a row's ``channel``, ``chat_id`` and ``topic`` columns."""
-    return ThreadKey(channel, chat_id, topic or None)
+    """The ``ThreadKey`` stored in a row's ``channel``, ``chat_id`` and ``topic`` columns (the
+    platform's place: a session mark is not part of it)."""
+    return ThreadKey(channel, chat_id, topic.partition(SESSION_MARK)[0] or None)
 
 
-def topic_value(key: ThreadKey) -> str:
-    """What the ``topic`` column holds for ``key``."""
-    return key.topic or ""
+def topic_value(key: ThreadKey, session: str | None = None) -> str:
+    """What the ``topic`` column holds for ``key`` (and ``session``, one sender's conversation)."""
+    return (key.topic or "") + (f"{SESSION_MARK}{session}" if session else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +54,9 @@ class ThreadRow:
         persona (:obj:`str` | :obj:`None`): The bound persona; ``None`` while unrouted.
         context_from (:obj:`int`): The message id after which the current conversation starts (``/new``).
         summarized_upto (:obj:`int`): The last message id the thread's summary covers.
+        topic (:obj:`str`): The ``topic`` column: the platform's sub-thread, then a session mark
+            (:data:`SESSION_MARK` and the sender id) for one member's conversation in a group
+            whose ``session_scope`` is ``user``.
     """
 
     id: int
@@ -64,6 +75,11 @@ class ThreadRow:
     def key(self) -> ThreadKey:
         return key_of(self.channel, self.chat_id, self.topic)
 
+    @property
+    def session(self) -> str | None:
+        """The sender whose own conversation this is, or ``None`` for a shared one."""
+        return self.topic.partition(SESSION_MARK)[2] or None
+
 
 _COLUMNS = "id, channel, chat_id, topic, chat_type, persona, title, context_from, summarized_upto, created_at, updated_at"
 
@@ -81,6 +97,7 @@ def upsert_thread(
     now: float,
     rebind: bool = False,
     title: str | None = None,
+    session: str | None = None,
 ) -> ThreadRow:
     """The thread of ``key``, created with ``chat_type``, ``persona`` and ``title`` when new.
 
@@ -89,6 +106,7 @@ def upsert_thread(
     ``persona`` that is not ``None`` replaces it (intake resolves the bindings for every
     message, so a changed binding takes effect; no binding never unbinds a thread), and the
     chat type is the event's (a thread first made by a post into the chat had to guess it).
+    ``session`` makes it the conversation of one sender in the chat (``session_scope: user``).
     """
     persona_update = "COALESCE(excluded.persona, threads.persona)" if rebind else "threads.persona"
     type_update = "excluded.chat_type" if rebind else "threads.chat_type"
@@ -97,7 +115,7 @@ def upsert_thread(
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel, chat_id, topic) DO UPDATE SET "
         f"updated_at = excluded.updated_at, persona = {persona_update}, chat_type = {type_update} "
         f"RETURNING {_COLUMNS}",
-        (key.channel, key.chat_id, topic_value(key), chat_type, persona, title, now, now),
+        (key.channel, key.chat_id, topic_value(key, session), chat_type, persona, title, now, now),
     ).fetchone()
     return _thread(row)
 
