@@ -60,22 +60,25 @@ async def test_telegram_registers_the_menu_and_answers_help_new_and_stop(
         telegram.inject_message(USER, "/new", user_id=USER)
         telegram.inject_message(USER, "/stop", user_id=USER)
         telegram.inject_message(USER, "what number?", user_id=USER)
-        sent = await telegram.wait_for_sent(USER, 4, timeout=REPLY)
+        await telegram.wait_for_sent(USER, 4, timeout=REPLY)
+        telegram.inject_message(USER, "/usage", user_id=USER)
+        sent = await telegram.wait_for_sent(USER, 5, timeout=REPLY)
         commands = await fetch_rows(gw.components.db, "SELECT text FROM messages WHERE text LIKE '/%'")
 
     assert menu == [{"command": c.name, "description": c.summary} for c in CHAT_COMMANDS]
     for command in CHAT_COMMANDS:
         assert f"/{command.name} — {command.summary}" in helped.text
-    assert [m.text for m in sent] == [
+    assert [m.text for m in sent[:4]] == [
         "re: remember 42",
         "Started a new conversation.",
         "Nothing is running.",
         "re: what number?",
     ]
+    assert sent[4].text.startswith("Usage") and "you today" in sent[4].text
     # /new dropped the earlier exchange from the model's context; commands started no turn
     assert len(model.requests) == 2
     assert "remember 42" not in transcript(model.requests[1])
-    assert sorted(r["text"] for r in commands) == ["/help", "/new", "/stop"]
+    assert sorted(r["text"] for r in commands) == ["/help", "/new", "/stop", "/usage"]
 
 
 async def test_telegram_channel_runs_on_when_the_menu_is_refused(
@@ -120,6 +123,7 @@ async def test_slack_slash_commands_steer_the_users_thread_and_answer_only_them(
         helped = await _slack_reply(slack, await slack.slash_command("/help", channel=DM))
         renewed = await _slack_reply(slack, await slack.slash_command("/talon", "new", channel=DM))
         idle = await _slack_reply(slack, await slack.slash_command("/stop", channel=DM))
+        usage = await _slack_reply(slack, await slack.slash_command("/usage", channel=DM))
         unknown = await _slack_reply(slack, await slack.slash_command("/talon", "dance", channel=DM))
 
         # malformed payloads are logged and skipped: acknowledged, nothing stored
@@ -139,11 +143,19 @@ async def test_slack_slash_commands_steer_the_users_thread_and_answer_only_them(
     assert helped == {"text": help_text(), "response_type": "ephemeral"}
     assert renewed["text"] == "Started a new conversation."
     assert idle["text"] == "Nothing is running."
+    assert usage["text"].startswith("Usage") and "you today" in usage["text"]
     assert "/talon dance is not a command here." in unknown["text"] and "/stop" in unknown["text"]
     # the answers were only the acknowledgements: nothing was posted into the DM
     assert slack.posted(DM) == []
     assert len(model.requests) == 1
-    assert [r["text"] for r in stored] == ["@talon write a novel", "/stop", "/help", "/new", "/stop"]
+    assert [r["text"] for r in stored] == [
+        "@talon write a novel",
+        "/stop",
+        "/help",
+        "/new",
+        "/stop",
+        "/usage",
+    ]
     # one thread each: Ada's channel thread (no new one for the channel) and the DM
     assert sorted((r["chat_id"], r["topic"] or None) for r in threads) == [(GENERAL, asked), (DM, None)]
     assert any("skipped slack slash command" in r.getMessage() for r in caplog.records)
@@ -178,7 +190,8 @@ async def _discord_answer(discord_fake: FakeDiscord, interaction: Interaction) -
 
 
 def _app_command(discord_fake: FakeDiscord, name: str, channel_id: str) -> Interaction:
-    command = discord_fake.app_commands.by_name(name) if name in {"stop", "new", "help"} else {"id": "1"}
+    known = {c.name for c in CHAT_COMMANDS}
+    command = discord_fake.app_commands.by_name(name) if name in known else {"id": "1"}
     data = {"id": command["id"], "name": name, "type": 1}
     return discord_fake.interactions.inject(2, data, channel_id=channel_id, user_id=discord_fake.user_id)
 
@@ -200,6 +213,7 @@ async def test_discord_registers_application_commands_and_answers_them_where_typ
         # in the DM and in a thread
         helped = await _discord_answer(fake, _app_command(fake, "help", fake.dm_channel_id))
         renewed = await _discord_answer(fake, _app_command(fake, "new", fake.thread_id))
+        usage = await _discord_answer(fake, _app_command(fake, "usage", fake.dm_channel_id))
         unknown = await _discord_answer(fake, _app_command(fake, "dance", fake.dm_channel_id))
         # malformed interactions are logged and skipped: no answer, nothing stored
         with caplog.at_level(logging.WARNING, logger="talon.connectors.discord"):
@@ -222,9 +236,10 @@ async def test_discord_registers_application_commands_and_answers_them_where_typ
     assert "Stopped." in notices and "too late" not in notices
     assert helped == help_text()
     assert renewed == "Started a new conversation."
+    assert usage.startswith("Usage") and "you today" in usage
     assert "/dance is not a command here." in unknown
     assert nameless.callbacks == []
-    assert [r["text"] for r in stored] == ["write a novel", "/stop", "/help", "/new"]
+    assert [r["text"] for r in stored] == ["write a novel", "/stop", "/help", "/new", "/usage"]
     # /new in the thread steered the thread, keyed as its messages are (parent channel + thread)
     assert (fake.channel_id, fake.thread_id) in {(r["chat_id"], r["topic"]) for r in threads}
 
