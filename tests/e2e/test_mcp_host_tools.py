@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.daemon import TALON, Daemon, talon, talon_env
+from tests.fakes.search_api import FakeSearch
+from tests.fakes.web_pages import ARTICLE_SENTENCES, NOISE, WebSite, article_html
 from tests.harness import write_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,3 +213,64 @@ async def test_stopping_the_daemon_ends_open_sessions_cleanly(tmp_path: Path) ->
     assert _session_statuses(config) == ["ended"]
     log = daemon.log()
     assert "Traceback" not in log and "ERROR" not in log, log
+
+
+async def test_the_web_tools_work_through_talon_mcp_host_tools(tmp_path: Path) -> None:
+    token = "e2e-token-51d0c3aa9f"
+
+    async def api(request: web.Request) -> web.Response:
+        return web.json_response({"auth": request.headers.get("Authorization")})
+
+    async with WebSite() as site, FakeSearch("brave", api_key="brave-key") as search:
+        site.page("/mills", article_html())
+        site.routes["/api/me"] = api
+        config = write_config(
+            tmp_path,
+            provider=OFFLINE_PROVIDER,
+            model="fake:m",
+            extra={
+                "net_http": {"allowed_private_hosts": ["127.0.0.1"]},
+                "web_search": {"provider": "brave", "url": search.url, "api_key": "${BRAVE_KEY}"},
+            },
+            personas={
+                "assistant": {
+                    "capabilities": ["net.http:egress", "web.search"],
+                    "credentials": ["MILLS_TOKEN"],
+                }
+            },
+        )
+        env = talon_env({"MILLS_TOKEN": token, "BRAVE_KEY": "brave-key"})
+        async with Daemon(config, env) as running:
+            await running.start(tmp_path / "data")
+            command = _server_command(config, "web")
+            # It reads talon.yaml too, whose ${BRAVE_KEY} must resolve; the token stays the daemon's.
+            server_env = talon_env({"BRAVE_KEY": "brave-key"})
+            params = StdioServerParameters(
+                command=command[0], args=command[1:], env=server_env, cwd=str(REPO)
+            )
+            async with asyncio.timeout(90), Client(params, read_timeout_seconds=60) as client:
+                listed = await client.list_tools()
+                page = await client.call_tool("web_scrape", {"url": site.url("/mills")})
+                me = await client.call_tool(
+                    "web_request", {"url": site.url("/api/me"), "method": "GET", "credential": "MILLS_TOKEN"}
+                )
+                found = await client.call_tool("web_scrape", {"mode": "search", "query": "tide mills"})
+                blocked = await client.call_tool(
+                    "web_request", {"url": "http://169.254.169.254/", "method": "GET"}
+                )
+            assert await running.stop() == 0
+            log = running.log()
+    names = [t.name for t in listed.tools]
+    assert {"net_http", "web_request", "web_scrape"} <= set(names)
+    content = json.loads(page.content[0].text)["content"]
+    assert ARTICLE_SENTENCES[0] in content and NOISE[2] not in content
+    assert not me.is_error and json.loads(me.content[0].text)["body"] == {"auth": "Bearer [credential]"}
+    assert site.seen_headers[-1]["Authorization"] == f"Bearer {token}"
+    results = json.loads(found.content[0].text)["results"]
+    assert results[0]["title"] == "tide mills: result 1"
+    assert search.requests[0].headers["X-Subscription-Token"] == "brave-key"
+    assert blocked.is_error and "a cloud metadata address" in blocked.content[0].text
+    with _db(config) as conn:
+        audit = conn.execute("SELECT tool, decision, status, detail FROM audit_log ORDER BY id").fetchall()
+    assert token not in json.dumps(audit) and token not in log
+    assert ("web_request", "result", "error") in [row[:3] for row in audit]
