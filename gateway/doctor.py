@@ -82,6 +82,14 @@ async def run_doctor(settings: Settings, *, config: Path | None, fix: bool = Fal
         else:
             report.ok(f"bubblewrap sandbox works for bash ({', '.join(shell_users)})")
 
+    from gateway.voice.doctor import voice_findings
+
+    voice = voice_findings(settings)
+    if voice:
+        print("voice")
+    for level, text in voice:
+        getattr(report, level)(text)
+
     print("data dir")
     _check_data_dir(settings, report, fix)
 

@@ -74,3 +74,21 @@ async def test_a_refused_key_is_not_retried() -> None:
             await client.speak("hello", model="tts-1", voice="alloy", timeout=5, attempts=3)
         assert len(fake.speeches) == 1
         await client.close()
+
+
+def test_doctor_says_when_ffmpeg_is_missing_but_voice_is_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.voice import ffmpeg
+    from gateway.voice.doctor import voice_findings
+
+    configured = Settings.model_validate(
+        {
+            "providers": {"audio": {"type": "openai", "base_url": "http://127.0.0.1:1/v1"}},
+            "channels": [{"name": "console", "type": "console", "speech": {"provider": "audio"}}],
+        }
+    )
+    assert (
+        voice_findings(Settings.model_validate({"channels": [{"name": "console", "type": "console"}]})) == []
+    )
+    monkeypatch.setitem(ffmpeg._ENV, "PATH", "/nonexistent")
+    [(level, text)] = voice_findings(configured)
+    assert level == "warn" and "apt-get install ffmpeg" in text and "(console)" in text
