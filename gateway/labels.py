@@ -72,6 +72,7 @@ KNOWN_LABELS: Mapping[str, str | None] = {
     "web.search": None,
     "chat.ask": None,
     "browser.use": None,
+    "image.generate": None,
     # Granted by the runtime to a child agent whose parent asked for progress_events.
     "agent.progress": None,
 }

@@ -60,6 +60,15 @@ class _PersonaShell(BaseModel):
     )
 
 
+class _PersonaImages(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    unattended: bool = Field(
+        False,
+        description="image_generate and image_edit also run without a person in the chat (schedules, "
+        "background jobs, child agents); they make paid calls",
+    )
+
+
 class _PersonaBudgets(BaseModel):
     model_config = ConfigDict(extra="forbid")
     max_tool_rounds: int = Field(
@@ -124,6 +133,9 @@ class PersonaFile(BaseModel):
         "argument names one); the value is read at call time and never shown to the model",
     )
     shell: _PersonaShell = Field(default_factory=_PersonaShell, description="this persona's bash sandbox")
+    images: _PersonaImages = Field(
+        default_factory=_PersonaImages, description="this persona's image_generate and image_edit"
+    )
     workspace: _PersonaWorkspace = Field(
         default_factory=_PersonaWorkspace, description="this persona's shared workspace, /shared"
     )
@@ -167,6 +179,7 @@ class Persona:
     shared_read_only: bool = False
     shell_network: bool | str = False  # True, False or "guarded" (shell.network of persona.yaml)
     shell_env: dict[str, str] = field(default_factory=dict)
+    images_unattended: bool = False  # images.unattended of persona.yaml
     max_turns: int | None = None
     max_tokens: int | None = None
     budgets: BudgetLimits = DEFAULT_LIMITS
@@ -338,6 +351,7 @@ def _load_one(
         shared_read_only=spec.workspace.read_only,
         shell_network=spec.shell.network,
         shell_env=dict(spec.shell.env),
+        images_unattended=spec.images.unattended,
         max_turns=spec.max_turns,
         max_tokens=spec.max_tokens,
         budgets=BudgetLimits(**spec.budgets.model_dump()),

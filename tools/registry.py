@@ -24,6 +24,7 @@ from tools import (
     browser,
     findings,
     host,
+    images,
     inspect,
     memory,
     model_call,
@@ -50,6 +51,7 @@ _FAMILIES: tuple[ModuleType, ...] = (
     findings,
     inspect,
     browser,
+    images,
     ask,
 )
 

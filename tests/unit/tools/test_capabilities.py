@@ -239,6 +239,7 @@ def test_registry_offers_tools_by_label() -> None:
             "model.complete",
             "workspace.share",
             "runtime.inspect",
+            "image.generate",
         ]
     )
     assert every == registry.all_tools()
