@@ -21,11 +21,12 @@ import discord
 
 from connectors.base import Attachment, ChatType, InboundEvent, Sender, ThreadKey
 from connectors.policy import ChannelPolicy
+from gateway.command_table import CHAT_COMMANDS
 
 log = logging.getLogger("talon.connectors.discord")
 
 _CONVERSATION_TYPES = (discord.MessageType.default, discord.MessageType.reply)
-_GATEWAY_COMMANDS = ("stop", "new", "start")
+_GATEWAY_COMMANDS = (*(c.name for c in CHAT_COMMANDS), "start")
 _DOWNLOAD_TIMEOUT = 120.0
 
 
