@@ -27,6 +27,7 @@ from connectors.discord_bot.client import TalonDiscordClient, api_base_for
 from connectors.discord_bot.commands import ApplicationCommands, register_commands
 from connectors.discord_bot.inbound import InboundBuilder, RecentIds
 from connectors.discord_bot.lanes import Lanes
+from connectors.discord_bot.editing import DiscordEditor
 from connectors.discord_bot.outbound import DiscordSender, request_trace
 from connectors.discord_bot.working import TypingIndicators
 from connectors.pacing import PacingPolicy, SendPacer
@@ -108,6 +109,7 @@ class DiscordConnector:
         self._client: TalonDiscordClient | None = None
         self._builder: InboundBuilder | None = None
         self._sender: DiscordSender | None = None
+        self.message_editor = DiscordEditor(lambda: self._client, self._dm_chats)  # streamed replies
         self._typing: TypingIndicators | None = None
         self._lanes: Lanes[_Item] = Lanes(self._process)
         self._runner: asyncio.Task[None] | None = None

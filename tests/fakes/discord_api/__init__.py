@@ -29,6 +29,7 @@ from aiohttp import web
 
 from tests.fakes.discord_api import payloads as p
 from tests.fakes.discord_api.app_commands import AppCommands
+from tests.fakes.discord_api.editing import Editing
 from tests.fakes.discord_api.gateway import Gateway
 from tests.fakes.discord_api.interactions import Interactions
 
@@ -128,6 +129,7 @@ class FakeDiscord:
         app.router.add_get("/attachments/{aid}/{filename}", self._get_file)
         app.router.add_routes(self.interactions.routes())
         app.router.add_routes(self.app_commands.routes())
+        app.router.add_routes(Editing(self.sent_records, self._messages).routes())
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -233,6 +235,14 @@ class FakeDiscord:
 
     def file_downloads(self, attachment: dict[str, Any]) -> int:
         return self._downloads.get(attachment["id"], 0)
+
+    def sent_records(self, channel_id: str) -> list[dict[str, Any]]:
+        """The live records of the bot's messages in a channel (edits change them in place)."""
+        return self._sent[str(channel_id)]
+
+    def visible(self, channel_id: str) -> list[dict[str, Any]]:
+        """The bot's messages the channel still shows (deleted ones left out), as last edited."""
+        return [m for m in self._sent.get(str(channel_id), []) if not m.get("deleted")]
 
     def sent(self, channel_id: str) -> list[dict[str, Any]]:
         """Messages the bot created in this channel (or thread), oldest first."""
