@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 
 import lxml.html
-import trafilatura
 from lxml import etree
 
 __all__ = ["ADVISORY_MIN_CHARS", "THIN_CHARS", "Extraction", "extract_page", "markdown_text_length"]
@@ -66,6 +65,8 @@ def extract_page(html: bytes | str, url: str | None = None) -> Extraction:
     title = _SPACE.sub(" ", title_el.text_content()).strip() if title_el is not None else None
     scripted = tree.find(".//script") is not None
     visible = _visible_chars(tree)
+    import trafilatura  # at first use: its import is a fifth of a second of every daemon start
+
     markdown = (
         trafilatura.extract(
             tree,
