@@ -239,7 +239,9 @@ def test_registry_offers_tools_by_label() -> None:
             "model.complete",
             "workspace.share",
             "runtime.inspect",
+            "browser.use",
             "image.generate",
+            "chat.ask",
         ]
     )
     assert every == registry.all_tools()
