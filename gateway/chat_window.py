@@ -37,6 +37,7 @@ HELP = """\
 Commands (typed at the prompt, also while a reply is being written):
   /stop    cancel the reply being written
   /new     start a new conversation in this thread (the model forgets what came before)
+  /usage   tokens and cost of this conversation and yours, today and this month
   /page    show the last reply in a pager
   /help    this list
   /quit    leave (so do Ctrl-C and Ctrl-D); a reply still being written is kept
