@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import struct
+import time
 from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,7 @@ class FakeAudioAPI:
         return None
 
     async def _transcribe(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
         refused = await self._gate(request, "transcriptions")
         fields: dict[str, str] = {}
         audio, filename = b"", ""
@@ -125,12 +127,14 @@ class FakeAudioAPI:
                 "sha256": hashlib.sha256(audio).hexdigest(),
                 "heard": heard,
                 "refused": refused is not None,
+                "at": arrived,  # time.monotonic() when the request arrived
             }
         )
         if refused is not None:
             return refused
         if not audio:
             return _error(400, "no file in the request")
+        self.transcriptions[-1]["answered_at"] = time.monotonic()
         return web.json_response({"text": heard if heard is not None else self.default_transcript})
 
     async def _speak(self, request: web.Request) -> web.Response:
