@@ -55,7 +55,7 @@ def manager(ctx: ToolContext) -> BrowserManager:
 
 async def current_session(ctx: ToolContext) -> BrowserSession:
     """The caller's open session, or an error telling the model to call browser_open."""
-    return manager(ctx).existing(key_of(ctx))
+    return await manager(ctx).existing(key_of(ctx))
 
 
 async def open_session(ctx: ToolContext) -> BrowserSession:
@@ -71,6 +71,9 @@ async def navigate(session: BrowserSession, url: str, wait_for: str, timeout_ms:
         message = first_line(exc)
         if "Timeout" in message:
             return {"navigation": f"not {wait_for} within {timeout_ms} ms; the page may be incomplete"}
+        # Chromium is still loading its error page into this tab, which would interrupt the
+        # next navigation: the next browser_open gets a fresh tab.
+        await page.close()
         blocked = [b for b in session.guard.blocked if b.kind == "document"]
         if blocked:
             raise ToolError(f"{url[:200]} was refused by the egress guard: {blocked[-1].reason}") from None

@@ -53,11 +53,8 @@ def manager_for(settings: Settings) -> BrowserManager:
     """The browser manager of the daemon whose data directory ``settings`` name."""
     key = settings.data_path
     manager = _MANAGERS.get(key)
-    if manager is None or manager.settings is not settings:
-        if manager is not None:
-            manager.settings = settings
-        else:
-            manager = _MANAGERS[key] = BrowserManager(settings)
+    if manager is None:
+        manager = _MANAGERS[key] = BrowserManager(settings)
     return manager
 
 
@@ -92,7 +89,7 @@ class BrowserManager:
 
     # ------------------------------------------------------------ sessions
 
-    def existing(self, key: SessionKey) -> BrowserSession:
+    async def existing(self, key: SessionKey) -> BrowserSession:
         """The open session of ``key``, or an error the model can act on."""
         session = self._sessions.get(key)
         if session is None:
@@ -101,6 +98,11 @@ class BrowserManager:
             raise ToolError(
                 f"no page is open in this thread's browser{detail}; call browser_open with a url first"
             )
+        timeout = self.config.idle_timeout_seconds
+        if not session.lock.locked() and time.monotonic() - session.last_used > timeout:
+            # The reaper has not come round yet: the session is closed all the same.
+            await self.close_session(key, f"was closed after {timeout:g} s unused")
+            return await self.existing(key)
         session.touch()
         return session
 

@@ -13,6 +13,7 @@ answer in time is reported as hung.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from tools.base import ToolError
@@ -25,6 +26,7 @@ MAX_ELEMENTS = 300
 MAX_TEXT_CHARS = 6_000
 MAX_SCANNED = 20_000
 OBSERVE_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 5.0
 
 _SCRIPT = r"""
 ([attr, maxElements, includeHidden, maxText, maxScanned]) => {
@@ -130,7 +132,9 @@ async def observe(
         async with asyncio.timeout(OBSERVE_TIMEOUT):
             found = await page.evaluate(_SCRIPT, args)
     except TimeoutError:
-        await page.close()
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                await page.close()
         raise ToolError(
             f"the page did not answer within {OBSERVE_TIMEOUT:g} s (a script that never yields?); "
             "its tab was closed: call browser_open to load a page again"

@@ -132,6 +132,10 @@ class GuardedEgress:
         try:
             async with self._slots:
                 await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            # close() ends open tunnels; a connection task that ends cancelled makes asyncio's
+            # stream callback log a spurious error.
+            return
         finally:
             self._tasks.discard(task)
             writer.close()

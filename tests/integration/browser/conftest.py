@@ -1,16 +1,23 @@
-"""A real bridge whose persona holds browser.use, pages on 127.0.0.1, and the browser's manager."""
+"""A real bridge whose persona holds browser.use, pages on 127.0.0.1, and the browser's manager.
+
+Chromium and its driver take seconds to start on a busy machine, so the tests of a module
+share one event loop, one bridge and one browser (:func:`shared`); each test gets a thread of
+its own (:func:`browser_env`), whose session is closed after it. A test that needs other
+browser settings gives the manager a copy of them (:meth:`BrowserEnv.configure`).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
-from tests.integration.host_tools.conftest import BridgeEnv, make_bridge_env
+from tests.integration.host_tools.conftest import BridgeEnv, add_thread, make_bridge_env
 from tests.unit.tools.browser.pages import Pages, StubResolver, serve_pages
 from tools.bridge import CallResult, RunIdentity
 from tools.browser.chromium import find_chromium
@@ -26,12 +33,42 @@ RESOLVER_ANSWERS = {
 
 
 @dataclass
+class Shared:
+    env: BridgeEnv
+    pages: Pages
+    manager: BrowserManager
+    resolver: StubResolver
+    threads: int = 0
+
+
+@dataclass
 class BrowserEnv:
     env: BridgeEnv
     pages: Pages
     identity: RunIdentity
     manager: BrowserManager
     resolver: StubResolver
+
+    @property
+    def workspace(self) -> Path:
+        return (
+            self.env.settings.data_path
+            / "workspaces"
+            / "assistant"
+            / "threads"
+            / str(self.identity.thread_id)
+        )
+
+    def page(self) -> Any:
+        """The Playwright page of this thread's session (to make the page itself act)."""
+        return self.manager._sessions[("assistant", self.identity.thread_id)].page
+
+    def configure(self, **browser: Any) -> None:
+        """Give the manager these browser settings (until :meth:`restore`)."""
+        settings = self.manager.settings
+        self.manager.settings = settings.model_copy(
+            update={"browser": settings.browser.model_copy(update=browser)}
+        )
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> CallResult:
         return await self.env.bridge.call(self.identity, tool, args or {})
@@ -46,38 +83,42 @@ class BrowserEnv:
         assert result.is_error, result.content
         return result.content
 
-
-MakeEnv = Callable[..., Awaitable[BrowserEnv]]
-
-
-@pytest.fixture
-async def make_browser_env(tmp_path: Path) -> AsyncIterator[MakeEnv]:
-    made: list[BrowserEnv] = []
-
-    async def make(*, browser: dict[str, Any] | None = None, labels: list[str] | None = None) -> BrowserEnv:
-        extra = {
-            "net_http": {"allowed_private_hosts": ["127.0.0.1"]},
-            "browser": {"idle_timeout_seconds": 60, **(browser or {})},
-        }
-        personas = {"assistant": {"capabilities": labels if labels is not None else ["browser.use"]}}
-        env = await make_bridge_env(tmp_path, personas, extra=extra)
-        pages_cm = serve_pages()
-        pages = await pages_cm.__aenter__()
-        resolver = StubResolver(RESOLVER_ANSWERS)
-        manager = manager_for(env.settings)
-        manager.resolve = resolver
-        made_env = BrowserEnv(env, pages, env.register("assistant"), manager, resolver)
-        made_env._pages_cm = pages_cm  # type: ignore[attr-defined]
-        made.append(made_env)
-        return made_env
-
-    yield make
-    for item in made:
-        await close_browser(item.env.settings.data_path)
-        await item._pages_cm.__aexit__(None, None, None)  # type: ignore[attr-defined]
-        await item.env.close()
+    async def another_thread(self, chat: str) -> RunIdentity:
+        thread_id = await add_thread(self.env.db, chat=chat)
+        return self.env.bridge.register(5000 + thread_id, thread_id, "assistant")
 
 
-@pytest.fixture
-async def browser_env(make_browser_env: MakeEnv) -> BrowserEnv:
-    return await make_browser_env()
+async def make_shared(root: Path, labels: list[str], browser: dict[str, Any] | None = None) -> Shared:
+    extra = {
+        "net_http": {"allowed_private_hosts": ["127.0.0.1"]},
+        "browser": {"idle_timeout_seconds": 60, **(browser or {})},
+    }
+    env = await make_bridge_env(root, {"assistant": {"capabilities": labels}}, extra=extra)
+    manager = manager_for(env.settings)
+    manager.resolve = StubResolver(RESOLVER_ANSWERS)
+    return Shared(env, None, manager, manager.resolve)  # type: ignore[arg-type]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shared]:
+    state = await make_shared(tmp_path_factory.mktemp("browser"), ["browser.use"])
+    async with serve_pages() as pages:
+        state.pages = pages
+        yield state
+        await close_browser(state.env.settings.data_path)
+    await state.env.close()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def browser_env(shared: Shared) -> AsyncIterator[BrowserEnv]:
+    shared.threads += 1
+    thread_id = await add_thread(shared.env.db, chat=f"t{shared.threads}")
+    identity = shared.env.bridge.register(1000 + thread_id, thread_id, "assistant")
+    settings = shared.manager.settings
+    shared.resolver.asked.clear()
+    shared.pages.hits.clear()
+    env = BrowserEnv(shared.env, shared.pages, identity, shared.manager, shared.resolver)
+    yield env
+    shared.manager.settings = settings
+    for key in list(shared.manager._sessions):
+        await shared.manager.close_session(key)

@@ -107,7 +107,7 @@ async def serve_pages(extra: dict[str, Any] | None = None) -> AsyncIterator[Page
         web.get("/download", download),
         web.get(
             "/hang",
-            html("<html><body><script>setTimeout(() => { while (true) {} }, 50)</script></body></html>"),
+            html("<html><head><title>Busy</title></head><body><p>working</p></body></html>"),
         ),
         web.get("/redirect-out", redirect_out),
         web.get("/huge", html("<html><body>" + "<button>b</button>" * 30_000 + "</body></html>")),
