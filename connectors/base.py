@@ -88,6 +88,7 @@ class InboundEvent:
     platform_message_id: str | None = None
     received_at: float = field(default_factory=time.time)
     raw: dict[str, Any] = field(default_factory=dict)
+    album: str | None = None  # messages sent as one (a Telegram media group) share it: one turn answers them
     tap: Tap | None = None  # a button tap (connectors.interactive); event_id is the platform's callback id
 
 

@@ -31,6 +31,7 @@ from connectors.base import InboundEvent, IntakeResult, IntakeStatus, ThreadKey
 from gateway import inbound_files
 from gateway.commands import command_of
 from gateway.config import Binding, SessionScope
+from gateway.intake_albums import Albums
 from gateway.intake_documents import with_excerpts
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
@@ -116,6 +117,7 @@ class Pipeline:
         self.on_queued = on_queued
         self.notice = notice
         self._wakes: dict[tuple[int, float], asyncio.TimerHandle] = {}
+        self._albums = Albums()
 
     async def ingest(self, event: InboundEvent) -> IntakeResult:
         key = event.thread_key
@@ -132,7 +134,13 @@ class Pipeline:
         event = await with_excerpts(event)
         if persona is not None and event.attachments:
             await asyncio.to_thread(inbound_files.sync_staged, [a.path for a in event.attachments])
+        album = (event.channel, key.chat_id, event.album) if event.album else None
+        joins = album is not None and not command and self._albums.answered(album, time.time())
+        if joins and status is IntakeStatus.STORED:
+            status = IntakeStatus.ACCEPTED  # a photo of an album whose caption addressed the bot
         pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
+        if album and status is IntakeStatus.ACCEPTED:
+            pace = self._albums.pace(album, pace, time.time())
         # Concurrent events share commits (Database.run_transaction groups them), each in
         # its own savepoint, so one bad event fails alone.
         intake = _Intake(event, persona, status, command, pace, *self.bindings.conversation(event))

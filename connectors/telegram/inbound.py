@@ -164,4 +164,5 @@ class UpdateReader:
             attachments=tuple(attachments),
             platform_message_id=str(message.message_id),
             raw=raw,
+            album=message.media_group_id,
         )

@@ -4,6 +4,7 @@ names their workspace path; a model that takes no images is told where the pictu
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
 from collections.abc import AsyncIterator
@@ -170,3 +171,39 @@ async def test_an_openai_compatible_model_gets_the_picture_as_an_image_url_part(
     assert kinds == ["text", "image_url"]
     url = user["content"][1]["image_url"]["url"]
     assert url == "data:image/png;base64," + base64.b64encode(PNG).decode()
+
+
+@pytest.mark.parametrize("chat_type", ["private", "supergroup"])
+async def test_a_telegram_album_of_three_photos_is_answered_once_with_all_three(
+    chat_type: str, tmp_path: Path
+) -> None:
+    chat = 4242 if chat_type == "private" else -100777
+    photos = [make_png(2 + i, 2) for i in range(3)]
+    async with (
+        FakeTelegramAPI() as telegram,
+        FakeAnthropic(responder=lambda body: Reply(text="three")) as model,
+    ):
+        config = write_config(
+            tmp_path,
+            provider=provider_for(model),
+            extra={
+                "channels": [{"name": CHANNEL, **_channel("telegram", telegram)}],
+                "bindings": [{"channel": CHANNEL, "persona": "assistant"}],
+            },
+        )
+        async with running_gateway(config):
+            for i, photo in enumerate(photos):
+                # The caption (addressing the bot in a group) is on the first photo only, as Telegram sends it.
+                caption = (
+                    ("@talon_test_bot " if chat_type != "private" else "") + "compare these" if i == 0 else ""
+                )
+                telegram.inject_message(
+                    chat, caption, user_id=4242, chat_type=chat_type, photo=photo, media_group_id="album-1"
+                )
+            replies = await telegram.wait_for_sent(chat, 1, timeout=WAIT)
+            await asyncio.sleep(2.0)  # a second turn would have answered by now
+            replies = telegram.sent_messages(chat)
+    assert [m.text for m in replies] == ["three"]
+    (request,) = model.requests
+    images = [base64.b64decode(b["source"]["data"]) for b in user_blocks(request) if b["type"] == "image"]
+    assert images == photos

@@ -162,6 +162,7 @@ class FakeTelegramAPI(BotApiState):
         photo: bytes | None = None,
         voice: bytes | None = None,
         audio: tuple[str, bytes, str] | None = None,
+        media_group_id: str | None = None,
         is_bot: bool = False,
         first_name: str | None = None,
         username: str | None = None,
@@ -210,6 +211,8 @@ class FakeTelegramAPI(BotApiState):
             name, content, mime = audio
             stored = self._store_file(content, "music", name, mime)
             message["audio"] = {**_media(stored), "duration": 1, "file_name": name, "mime_type": mime}
+        if media_group_id is not None:
+            message["media_group_id"] = media_group_id  # one photo of an album
         if reply_to_bot:
             message["reply_to_message"] = self._last_bot_message(chat_id, chat)
         self._messages[chat_id][message_id] = message
