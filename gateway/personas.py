@@ -20,7 +20,7 @@ from gateway.budgets import DEFAULT_LIMITS, BudgetLimits
 from gateway.config import ConfigError, Settings, env_origins, load_env, substitute_env
 from gateway.config_errors import describe_validation, did_you_mean, model_ref_problem, read_yaml
 from gateway.interactions.approvals import ApprovalPolicy, ApprovalsFile
-from gateway.labels import label_problem
+from gateway.labels import KNOWN_LABELS, label_problem
 from gateway.skills import Skill, catalog
 
 log = logging.getLogger("talon.personas")
@@ -308,7 +308,7 @@ def _load_one(
             if why:
                 problems.append(f"{where}/persona.yaml: role_capabilities.{role}[{i}]: {why}")
     for i, label in enumerate(spec.approvals.labels if spec.approvals else ()):
-        why = label_problem(label)
+        why = None if label.split(":", 1)[0] in KNOWN_LABELS else label_problem(label)  # a prefix is enough
         if why:
             problems.append(f"{where}/persona.yaml: approvals.labels[{i}]: {why}")
     for i, skill in enumerate(spec.skills):

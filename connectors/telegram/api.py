@@ -18,7 +18,7 @@ from gateway.backoff import Backoff
 from gateway.config import TelegramChannel
 
 DEFAULT_API_ROOT = "https://api.telegram.org"
-ALLOWED_UPDATES = ("message", "channel_post")
+ALLOWED_UPDATES = ("message", "channel_post", "callback_query")
 DEFAULT_BACKOFF = Backoff(base=1.0, max=60.0)
 
 

@@ -29,9 +29,11 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from connectors.interactive import Prompt
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
 from connectors.render import render_markdown
+from connectors.telegram import buttons
 from connectors.telegram.api import (
     ALLOWED_UPDATES,
     TelegramBot,
@@ -42,8 +44,8 @@ from connectors.telegram.api import (
     redact,
     shared_tls_context,
 )
-from connectors.telegram.editing import TelegramEditor
 from connectors.telegram.commands import register_commands
+from connectors.telegram.editing import TelegramEditor
 from connectors.telegram.files import AttachmentFetcher
 from connectors.telegram.inbound import BotIdentity, UpdateReader
 from connectors.telegram.polling import Poller
@@ -213,6 +215,9 @@ class TelegramConnector:
         Raises whatever intake raised, so the update is not acknowledged.
         """
         assert self._reader is not None and self._intake is not None
+        if "callback_query" in raw:
+            await self._handle_tap(raw)
+            return
         try:
             event = await self._reader.read(raw)
         except Exception as exc:
@@ -226,6 +231,35 @@ class TelegramConnector:
             return
         if event is not None:
             await self._intake(event)
+
+    async def _handle_tap(self, raw: dict[str, Any]) -> None:
+        """A button tap: committed through intake, then answered (its toast says what happened)."""
+        bot, intake = self._bot, self._intake
+        assert bot is not None and intake is not None
+        try:
+            event = buttons.read_tap(self.name, bot, raw, self._policy)
+        except Exception as exc:
+            log.warning("%s: skipping malformed callback query: %s: %s", self.name, type(exc).__name__, exc)
+            return
+        if event is None:
+            await buttons.answer_tap(bot, raw, None)
+            return
+        result = await intake(event)
+        await buttons.answer_tap(bot, raw, result.reply)
+
+    async def send_prompt(self, thread: ThreadKey, prompt: Prompt) -> SendResult:
+        """A message with an inline keyboard (:mod:`connectors.interactive`)."""
+        bot = self._bot
+        if bot is None:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
+        chat = thread.chat_id
+        send = partial(buttons.send_prompt, bot, thread, prompt)
+        return await self._pacer.send(chat, send, group=not is_private_chat(chat))
+
+    async def close_prompt(self, thread: ThreadKey, message_id: str, text: str) -> None:
+        """The prompt's text with its outcome, the keyboard removed. Never raises."""
+        if self._bot is not None:
+            await buttons.close_prompt(self._bot, thread, message_id, text)
 
     async def stop(self) -> None:
         """Stop receiving, end typing indicators and close HTTP sessions. Idempotent."""

@@ -45,7 +45,7 @@ class ApprovalsFile(BaseModel):
         "asker",
         description="who may approve: 'asker' (the person the turn answers) or stable platform user ids",
     )
-    timeout: float = Field(600, ge=10, le=86_400, description="seconds to wait; then the call is refused")
+    timeout: float = Field(600, ge=1, le=86_400, description="seconds to wait; then the call is refused")
 
 
 @dataclass(frozen=True, slots=True)

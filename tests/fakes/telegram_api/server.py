@@ -29,6 +29,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.telegram_api.callbacks import CallbackQueries
 from tests.fakes.telegram_api.commands import CommandMenus
 from tests.fakes.telegram_api.messages import (
     ReceivedFile,
@@ -114,6 +115,8 @@ class FakeTelegramAPI(BotApiState):
             "getmycommands": self.command_menus.get,
             "deletemycommands": self.command_menus.delete,
         }
+        self.callbacks = CallbackQueries(self, self.inject_update)
+        self._handlers.update(self.callbacks.handlers(self.send_message, self.edit_message_text))
 
     # ------------------------------------------------------------------ lifecycle
 
