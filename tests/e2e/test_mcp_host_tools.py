@@ -19,6 +19,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from tests.e2e.daemon import TALON, Daemon, talon, talon_env
+from tests.fakes.images_api import FakeImagesAPI
 from tests.fakes.search_api import FakeSearch
 from tests.fakes.web_pages import ARTICLE_SENTENCES, NOISE, WebSite, article_html
 from tests.harness import write_config
@@ -274,3 +275,38 @@ async def test_the_web_tools_work_through_talon_mcp_host_tools(tmp_path: Path) -
         audit = conn.execute("SELECT tool, decision, status, detail FROM audit_log ORDER BY id").fetchall()
     assert token not in json.dumps(audit) and token not in log
     assert ("web_request", "result", "error") in [row[:3] for row in audit]
+
+
+async def test_image_generate_works_through_talon_mcp_host_tools(tmp_path: Path) -> None:
+    async with FakeImagesAPI() as images:
+        config = write_config(
+            tmp_path,
+            provider=OFFLINE_PROVIDER,
+            model="fake:m",
+            extra={"images": {"provider": "fake"}},
+            # An MCP session has no person in the chat: the persona opts in to unattended images.
+            personas={"assistant": {"capabilities": ["image.generate"], "images": {"unattended": True}}},
+        )
+        text = config.read_text().replace("http://127.0.0.1:9/v1", images.base_url)
+        config.write_text(text)
+        async with Daemon(config) as running:
+            await running.start(tmp_path / "data")
+            command = _server_command(config, "pictures")
+            params = StdioServerParameters(
+                command=command[0], args=command[1:], env=talon_env(), cwd=str(REPO)
+            )
+            async with asyncio.timeout(60), Client(params, read_timeout_seconds=30) as client:
+                listed = await client.list_tools()
+                made = await client.call_tool("image_generate", {"prompt": "a tide mill", "quality": "low"})
+                bad = await client.call_tool("image_generate", {"prompt": "x", "output_format": "bmp"})
+            assert await running.stop() == 0
+    assert [t.name for t in listed.tools] == ["image_generate", "image_edit"]
+    assert not made.is_error, made.content[0].text
+    result = json.loads(made.content[0].text)
+    saved = next(
+        (tmp_path / "data" / "workspaces" / "assistant" / "threads").glob("*/generated-images/*.png")
+    )
+    assert result["path"] == f"/workspace/generated-images/{saved.name}"
+    assert saved.read_bytes().startswith(b"\x89PNG") and result["bytes"] == saved.stat().st_size
+    assert [r["prompt"] for r in images.requests] == ["a tide mill"]
+    assert bad.is_error and "output_format must be one of png, webp, jpeg" in bad.content[0].text
