@@ -14,6 +14,7 @@ How it stays exactly-once with the durable outbox:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +45,7 @@ __all__ = [
 log = logging.getLogger("talon.streaming")
 
 WRITING = "✍️ writing…"
+_UP_WAIT = 10.0  # seconds a stale preview's settling waits for its channel to come up
 INTERRUPTED = "⚠️ This answer was interrupted before it was finished."
 
 
@@ -232,15 +234,26 @@ async def settle_stale(
     db: Database, connectors: Mapping[str, Connector], thread_id: int, stale_preview: Callable[[str], str]
 ) -> int:
     """Delete or mark (``stale_preview(channel)``) the previews a crash or failure left open
-    in ``thread_id``; returns how many were settled. One whose channel cannot edit stays open."""
-    settled = 0
+    in ``thread_id``; returns how many are still open (their channel is not up yet)."""
+    left = 0
     for row in await db.read(open_previews, thread_id):
-        editor = editor_of(connectors.get(row.channel))
-        if editor is None:
+        connector = connectors.get(row.channel)
+        editor = editor_of(connector)
+        if connector is None or editor is None:
             continue
-        if await _settle(db, editor, row, stale_preview(row.channel)):
-            settled += 1
-    return settled
+        if not await _up(connector) or not await _settle(db, editor, row, stale_preview(row.channel)):
+            left += 1
+    return left
+
+
+async def _up(connector: Connector) -> bool:
+    """Whether the channel is up, waiting a little while it starts (after a restart the
+    retried turn may come before the channel is connected)."""
+    for _ in range(int(_UP_WAIT / 0.1)):
+        if connector.health.state not in ("starting", "retrying", "reconnecting"):
+            return True
+        await asyncio.sleep(0.1)
+    return False
 
 
 async def _settle(db: Database, editor: MessageEditor, row: PreviewRow, how: str) -> bool:

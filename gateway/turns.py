@@ -176,7 +176,7 @@ class TurnRunner(TurnHandler):
         )
         trace.phase("turn_started", messages=len(batch.message_ids), kept=begun.kept is not None)
         # Previews an interrupted attempt left in the chat go before this attempt writes its own.
-        await settle_stale(
+        stale = await settle_stale(
             self.db, self.connectors, batch.thread_id, partial(stale_preview_of, self.settings)
         )
         preview: Preview | None = None
@@ -194,6 +194,10 @@ class TurnRunner(TurnHandler):
             raise await self._not_saved(batch, run_id, result, exc) from exc
         if preview is not None and not outbox_ids:  # a silent turn: nothing replaces its preview
             await settle_stale(self.db, self.connectors, batch.thread_id, lambda channel: "delete")
+        elif stale:  # ones the channel could not settle before the turn (it was still starting)
+            await settle_stale(
+                self.db, self.connectors, batch.thread_id, partial(stale_preview_of, self.settings)
+            )
         await self._announce(batch, thread, run_id, result, outbox_ids, next_row)
         await self.spending.after_turn(persona.name, thread.channel, begun.senders)
         if self.summarizer is not None and context_size > self.summarizer.threshold:

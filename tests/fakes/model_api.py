@@ -55,6 +55,7 @@ from tests.fakes.model_script import (
     delayed,
     echo_responder,
     split_everywhere,
+    streamed_slowly,
 )
 
 __all__ = [
@@ -324,12 +325,14 @@ async def serve(
     port: int = 0,
     split: bool = False,
     attach_channel: str | None = None,
+    chunk_delay: float = 0.0,
 ) -> None:
     """Serve the echo responder (or :func:`attach_responder` for ``attach_channel``) until
     SIGTERM/SIGINT or ``max_seconds``; write the base URL to ``port_file``."""
     responder = attach_responder(attach_channel) if attach_channel else echo_responder
     responder = split_everywhere(responder) if split else responder
     responder = delayed(responder, delay) if delay else responder
+    responder = streamed_slowly(responder, chunk_delay) if chunk_delay else responder
     fake: _FakeModelAPI = (FakeAnthropic if kind == "anthropic" else FakeOpenAI)(
         responder=responder, port=port
     )
@@ -361,6 +364,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each reply starts")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
+    parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between streamed words")
     parser.add_argument(
         "--split",
         action="store_true",
@@ -380,6 +384,7 @@ def main(argv: list[str] | None = None) -> None:
             port=args.port,
             split=args.split,
             attach_channel=args.attach_channel,
+            chunk_delay=args.chunk_delay,
         )
     )
 

@@ -244,6 +244,16 @@ def delayed(responder: Responder, seconds: float) -> Responder:
     return respond
 
 
+def streamed_slowly(responder: Responder, chunk_delay: float) -> Responder:
+    """Wrap ``responder`` so each reply streams word by word, ``chunk_delay`` seconds apart."""
+
+    def respond(body: dict[str, Any]) -> Step:
+        step = responder(body)
+        return replace(step, chunk_delay=chunk_delay) if isinstance(step, Reply) else step
+
+    return respond
+
+
 def split_everywhere(responder: Responder) -> Responder:
     """Wrap ``responder`` so each reply streams cut at every UTF-16 code unit, as raw
     UTF-8, with network writes cut inside characters."""

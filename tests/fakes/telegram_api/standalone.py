@@ -13,9 +13,14 @@ a server that is still coming up does. The test drives the fake over HTTP under 
 - ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?, "voice_b64"?}]}``
   queues incoming messages; answers ``{"update_ids": [...]}``.
 - ``GET /_fake/sent`` answers ``{"<chat_id>": ["text", ...]}``: every delivered message.
+- ``GET /_fake/messages`` answers ``{"<chat_id>": [{"message_id", "text", "edits", "versions",
+  "deleted"}, ...]}``: every bot message as it is now, with the texts its edits replaced.
 - ``GET /_fake/files`` answers ``[{"chat_id", "method", "name", "size", "sha256"}, ...]``: every
   uploaded file, in order.
 - ``GET /_fake/stats`` answers call counts per method, refusals and pending updates.
+- ``POST /_fake/tap`` ``{"chat_id", "message_id", "label", "user_id"}`` taps an inline button;
+  answers ``{"query_id"}``. ``GET /_fake/callbacks`` answers ``{"buttons": {"<chat>:<message>":
+  [label, ...]}, "answers": {"<query_id>": text}}``.
 """
 
 from __future__ import annotations
@@ -96,6 +101,23 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
             {str(chat): [m.text for m in fake.sent_messages(chat)] for chat in list(fake._sent)}
         )
 
+    async def messages(request: web.Request) -> web.Response:
+        return web.json_response(
+            {
+                str(chat): [
+                    {
+                        "message_id": m.message_id,
+                        "text": m.text,
+                        "edits": m.edits,
+                        "versions": m.versions,
+                        "deleted": m.deleted,
+                    }
+                    for m in fake.sent_messages(chat)
+                ]
+                for chat in list(fake._sent)
+            }
+        )
+
     async def files(request: web.Request) -> web.Response:
         return web.json_response(
             [
@@ -120,10 +142,25 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
             }
         )
 
+    async def tap(request: web.Request) -> web.Response:
+        body = await request.json()
+        query_id = fake.callbacks.tap(
+            int(body["chat_id"]), int(body["message_id"]), str(body["label"]), user_id=int(body["user_id"])
+        )
+        return web.json_response({"query_id": query_id})
+
+    async def callbacks(request: web.Request) -> web.Response:
+        buttons = {f"{c}:{m}": [b["text"] for b in fake.callbacks.buttons(c, m)] for c, m in fake.callbacks.markups}
+        answers = {q: a.get("text") for q, a in fake.callbacks.answers.items()}
+        return web.json_response({"buttons": buttons, "answers": answers})
+
     return [
+        web.post("/_fake/tap", tap),
+        web.get("/_fake/callbacks", callbacks),
         web.post("/_fake/inject", inject),
         web.get("/_fake/sent", sent),
         web.get("/_fake/files", files),
+        web.get("/_fake/messages", messages),
         web.get("/_fake/stats", stats),
     ]
 
