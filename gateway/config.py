@@ -105,13 +105,13 @@ class ProviderSettings(_Strict):
     max_retries: int = Field(3, ge=0, le=10, description="retries on 429/5xx/overloaded")
     images: bool = Field(
         True,
-        description="whether this provider's models take images: view_image results go to the model as "
-        "image content; false sends their type, size and dimensions as text",
+        description="whether this provider's models take images: photos users send and view_image results "
+        "go to the model as image content; false sends notes with their paths, type and size instead",
     )
     text_only_models: list[str] = Field(
         [],
-        description="models of this provider that take no images (a local text model, say): view_image "
-        "sends them text, as images: false does for all",
+        description="models of this provider that take no images (a local text model, say): they get "
+        "text notes for photos and view_image, as images: false does for all",
     )
 
     def accepts_images(self, model: str) -> bool:
