@@ -17,9 +17,20 @@ from gateway.personas import Persona
 from gateway.web_settings import WebSearchSettings
 from tests.fakes.web_pages import WebSite
 from tools.base import ToolContext
+from tools.web import render
 
 LABELS = ("net.http:egress", "web.search")
 Site = WebSite
+
+
+@pytest.fixture(autouse=True)
+def no_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Chromium here: a thin page is not rendered (tests/integration covers the real one)."""
+
+    async def unavailable(ctx: ToolContext, url: str, timeout: float) -> None:
+        return None
+
+    monkeypatch.setattr(render, "render_html", unavailable)
 
 
 @pytest.fixture
