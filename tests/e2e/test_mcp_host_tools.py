@@ -23,6 +23,8 @@ from tests.fakes.images_api import FakeImagesAPI
 from tests.fakes.search_api import FakeSearch
 from tests.fakes.web_pages import ARTICLE_SENTENCES, NOISE, WebSite, article_html
 from tests.harness import write_config
+from tests.unit.tools.browser.pages import serve_pages
+from tools.browser.chromium import find_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = REPO / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"
@@ -310,3 +312,37 @@ async def test_image_generate_works_through_talon_mcp_host_tools(tmp_path: Path)
     assert saved.read_bytes().startswith(b"\x89PNG") and result["bytes"] == saved.stat().st_size
     assert [r["prompt"] for r in images.requests] == ["a tide mill"]
     assert bad.is_error and "output_format must be one of png, webp, jpeg" in bad.content[0].text
+
+
+@pytest.mark.skipif(find_chromium(None) is None, reason="no Chromium installed")
+async def test_the_browser_tools_work_through_talon_mcp_host_tools(tmp_path: Path) -> None:
+    async with serve_pages() as pages:
+        config = write_config(
+            tmp_path,
+            provider=OFFLINE_PROVIDER,
+            model="fake:m",
+            extra={"net_http": {"allowed_private_hosts": ["127.0.0.1"]}},
+            personas={"assistant": {"capabilities": ["browser.use"]}},
+        )
+        async with Daemon(config) as running:
+            await running.start(tmp_path / "data")
+            command = _server_command(config, "browse")
+            params = StdioServerParameters(
+                command=command[0], args=command[1:], env=talon_env(), cwd=str(REPO)
+            )
+            async with asyncio.timeout(90), Client(params, read_timeout_seconds=60) as client:
+                listed = await client.list_tools()
+                opened = await client.call_tool("browser_open", {"url": pages.url("/")})
+                clicked = await client.call_tool(
+                    "browser_act", {"action": "click", "target": {"kind": "semantic", "text": "Press me"}}
+                )
+                blocked = await client.call_tool("browser_open", {"url": "http://169.254.169.254/latest/"})
+            assert await running.stop() == 0
+            log = running.log()
+    assert [t.name for t in listed.tools] == [
+        "browser_open", "browser_observe", "browser_act", "browser_screenshot", "browser_close"
+    ]  # fmt: skip
+    assert not opened.is_error and json.loads(opened.content[0].text)["title"] == "Counter"
+    assert json.loads(clicked.content[0].text)["text"].startswith("Clicked!")
+    assert blocked.is_error and "a cloud metadata address" in blocked.content[0].text
+    assert "Traceback" not in log, log
