@@ -199,3 +199,19 @@ async def test_native_streaming_uses_drafts_in_a_dm_and_falls_back_to_edits_in_a
     assert len(drafts) >= 2 and drafts[-1].startswith("**Streaming**")
     assert dm.edits == 0  # the reply itself is one fresh message; the draft vanished
     assert group.edits >= 1 and not any(chat == GROUP for chat, *_ in fake.drafts)
+
+
+async def test_a_stopped_turn_marks_its_preview_as_interrupted_when_configured(
+    tmp_path: Path, fake: FakeTelegramAPI
+) -> None:
+    async with FakeAnthropic(responder=scripted(slow(ANSWER, pieces=30, delay=0.15))) as model:
+        async with gateway_with(tmp_path, fake, model, stale_preview="mark"):
+            fake.inject_message(USER, "stream please", user_id=USER)
+            await wait_until(lambda: any(m.edits for m in fake.sent_messages(USER)), timeout=10)
+            fake.inject_message(USER, "/stop", user_id=USER)
+            await wait_until(lambda: len(fake.visible_messages(USER)) >= 2, timeout=10)
+            await wait_until(lambda: fake.sent_messages(USER)[0].text.startswith("⚠️"), timeout=10)
+    preview, *after = fake.visible_messages(USER)
+    assert preview.text == "⚠️ This answer was interrupted before it was finished."
+    assert not any("writing…" in m.text for m in after)
+    assert ANSWER not in [m.text for m in after]  # the stopped reply never arrived
