@@ -82,6 +82,20 @@ async def run_doctor(settings: Settings, *, config: Path | None, fix: bool = Fal
         else:
             report.ok(f"bubblewrap sandbox works for bash ({', '.join(shell_users)})")
 
+    browser_users = ", ".join(p.name for p in personas.values() if "browser.use" in p.capabilities)
+    if browser_users:
+        from gateway.chromium import browser_problem, find_chromium
+
+        print("browser")
+        problem = browser_problem(settings.browser)
+        if problem:
+            report.warn(
+                f"{problem}; the browser tools are not offered until then (browser.use: {browser_users})"
+            )
+        else:
+            found = find_chromium(settings.browser.executable)
+            report.ok(f"Chromium at {found} drives the browser tools ({browser_users})")
+
     from gateway.voice.doctor import voice_findings
 
     voice = voice_findings(settings)
