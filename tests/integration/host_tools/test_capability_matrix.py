@@ -23,6 +23,8 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "memory_update": {"target": "fact", "action": "set", "content": "hello", "category": "learning"},
     "db_query": {"sql": "SELECT key FROM memory_items"},
     "net_http": {"method": "GET", "url": "http://127.0.0.1:9/"},
+    "web_request": {"method": "GET", "url": "http://127.0.0.1:9/"},
+    "web_scrape": {"url": "http://127.0.0.1:9/"},
     "schedule_manage": {"action": "list"},
     "persona_send": {"target_persona": "assistant", "message": "hello"},
     "persona_task_status": {"task_id": "no-such-task"},
