@@ -149,7 +149,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         park=lambda: queue.parked(),
         cancel_turn=lambda thread_id: queue.cancel(thread_id),
     )
-    children = Children(db=db, settings=settings, providers=providers, delegation=delegation)
+    children = Children(db=db, settings=settings, providers=providers, delegation=delegation, bus=bus)
     interactions = Interactions(
         db, connectors, notice=poster.notice, park=lambda: queue.parked(), readings=READINGS
     )

@@ -15,6 +15,7 @@ How it stays exactly-once with the durable outbox:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from functools import partial
 from connectors.base import ChatType, Connector, ErrorClass, RenderedChunk, SendResult, ThreadKey
 from connectors.streaming import MessageEditor, NativeStream, editor_of
 from gateway.config import Settings
+from gateway.events import Event, EventBus
 from gateway.runtime.agent import Steered, ToolBox, ToolOutcome
 from gateway.runtime.model import ToolCall, ToolSpec
 from gateway.store.db import Database
@@ -86,6 +88,7 @@ class LiveReply:
         interval: float,
         reply_to: str | None,
         status_label: Callable[[str], str],
+        bus: EventBus | None = None,
     ) -> None:
         self._db = db
         self._editor = editor
@@ -104,6 +107,9 @@ class LiveReply:
             interval=max(interval, editor.min_interval(key)),
             limit=max(editor.preview_limit() - 100, 100),  # room for the status line
         )
+        self._listening = contextlib.ExitStack()
+        if bus is not None:  # children's emit_progress, published by gateway.children.service
+            self._listening.enter_context(bus.subscribe(thread_id, _ProgressFeed(self.pacer)))
 
     # ---------------------------------------------------------------- from the model loop
 
@@ -180,6 +186,7 @@ class LiveReply:
 
     async def close(self) -> Preview | None:
         """The model is done: stop showing; the preview (if one) is for the reply to replace."""
+        self._listening.close()
         await self.pacer.close()
         if self._native is not None:
             result = await self._native.finish()
@@ -195,6 +202,7 @@ class LiveReply:
     async def discard(self, stale_preview: str) -> None:
         """The turn ended without a reply to replace the preview (it failed, was stopped or is
         silent): delete the preview or mark it as interrupted."""
+        self._listening.close()
         await self.pacer.close()
         if self._native is not None:
             await self._native.finish()
@@ -210,6 +218,18 @@ class LiveReply:
                 self._preview.message_id,
             )
             await _settle(self._db, self._editor, row, stale_preview)
+
+
+class _ProgressFeed(asyncio.Queue[Event]):
+    """A bus subscription that shows a child's progress message as the turn's status."""
+
+    def __init__(self, pacer: PreviewPacer) -> None:
+        super().__init__()
+        self._pacer = pacer
+
+    def put_nowait(self, item: Event) -> None:
+        if item.get("type") == "child_progress" and item.get("message"):
+            self._pacer.status(str(item["message"])[:80])
 
 
 class StatusToolBox:
@@ -306,6 +326,7 @@ def open_live_reply(
     run_id: int | None,
     reply_to: str | None,
     labels: Callable[[str, Mapping[str, str]], str] | None,
+    bus: EventBus | None = None,
 ) -> LiveReply | None:
     """The turn's live reply, or ``None`` when its chat does not stream (off, or a channel
     that cannot edit its messages)."""
@@ -332,4 +353,5 @@ def open_live_reply(
         interval=channel.stream_interval,
         reply_to=reply_to,
         status_label=label,
+        bus=bus,
     )

@@ -219,6 +219,7 @@ class TurnRunner(TurnHandler):
             run_id=run_id,
             reply_to=begun.reply_to,
             labels=getattr(self.tools, "status_label", None),
+            bus=self.bus,
         )
         if connector:
             await connector.set_working(key, True)
@@ -439,9 +440,7 @@ class TurnRunner(TurnHandler):
                 output_tokens=result.usage.output_tokens,
                 model_calls=result.model_calls,
                 now=now,
-                spend=run_spend(
-                    self.settings, result, persona.model_ref, key.channel, batch_sender(conn, batch)
-                ),
+                spend=run_spend(self.settings, result, persona, key.channel, batch_sender(conn, batch), now),
             )
             if trace is not None:
                 trace.write(conn)

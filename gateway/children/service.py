@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from gateway.children.plan import ChildOutcome, ChildPlan, Lineage
 from gateway.config import Settings
+from gateway.events import EventBus
 from gateway.findings import findings_prompt
 from gateway.personas import Persona
 from gateway.queue import Batch
@@ -91,8 +92,10 @@ class Children:
         settings: Settings,
         providers: Mapping[str, ModelProvider],
         delegation: Delegation,
+        bus: EventBus | None = None,
     ):
         self.db = db
+        self.bus = bus  # a foreground child's emit_progress reaches its parent's live reply here
         self.settings = settings
         self.providers = providers
         self.delegation = delegation
@@ -100,6 +103,7 @@ class Children:
         self._channels = [ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels]
         self._background: dict[int, tuple[store.ChildJob, Lineage]] = {}  # by thread id, while a turn runs
         self._progress: dict[int, list[dict[str, Any]]] = {}  # by foreground child run id
+        self._progress_threads: dict[int, int] = {}  # the thread each of those children works for
 
     def attach(self, tools: ChildTools) -> None:
         """The host tools, built after this service (they hold it among their services)."""
@@ -131,6 +135,7 @@ class Children:
         run_id = await self.db.run_transaction(self._start_run, persona, thread_id, lineage, kind)
         if plan.progress_events:
             self._progress[run_id] = []
+            self._progress_threads[run_id] = thread_id
         parent_trace = trace or NULL_TRACE
         child_trace = parent_trace.child_trace(run_id, persona=persona.name, thread_id=thread_id)
         name = plan.id_prefix or persona.name
@@ -187,6 +192,7 @@ class Children:
         finally:
             self.tools.release(run_id)
             progress = self._progress.pop(run_id, [])
+            self._progress_threads.pop(run_id, None)
         if root_budget is not None:
             root_budget.charge(result.usage)
         parent_trace.child_ended(
@@ -234,6 +240,9 @@ class Children:
         events = self._progress.setdefault(run_id, [])
         events.append(event)
         del events[:-PROGRESS_KEPT]
+        thread_id = self._progress_threads.get(run_id)
+        if self.bus is not None and thread_id is not None:  # the chat's live status (gateway/live_reply.py)
+            self.bus.publish(thread_id, {"type": "child_progress", "message": event.get("message", "")})
 
     # ------------------------------------------------------------ background
 
