@@ -18,6 +18,7 @@ from tools.egress import egress_policy
 __all__ = ["MAX_RENDER_CHARS", "render_html"]
 
 MAX_RENDER_CHARS = 5_000_000
+GUARD_PAGE = "talon egress guard: "  # how the pinned proxy words a refusal
 _KEY_PERSONA = "\0render"  # render sessions never collide with a persona's own
 
 
@@ -38,8 +39,16 @@ async def render_html(ctx: ToolContext, url: str, *, timeout_ms: int = 30_000) -
         page = await manager.new_page(session)
         try:
             async with asyncio.timeout(timeout_ms / 1000 + 5):
-                await page.goto(url, wait_until="load", timeout=timeout_ms)
+                response = await page.goto(url, wait_until="load", timeout=timeout_ms)
                 html = await page.content()
+                if response is not None and response.status == 403:
+                    text = await page.inner_text("body")
+                    if text.startswith(GUARD_PAGE):  # a redirect hop the pinned proxy refused
+                        raise ToolError(
+                            f"could not render {url[:200]}: {text.removeprefix(GUARD_PAGE)[:300]}"
+                        )
+        except ToolError:
+            raise
         except TimeoutError:
             raise ToolError(f"{url[:200]} did not render within {timeout_ms} ms") from None
         except Exception as exc:

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.browser.conftest import BrowserEnv, make_shared
+from tools.base import ToolContext, ToolError
 from tools.browser.chromium import find_chromium
 from tools.browser.manager import close_browser
+from tools.browser.render import render_html
 
 pytestmark = [
     pytest.mark.skipif(find_chromium(None) is None, reason="no Chromium installed"),
@@ -278,3 +280,19 @@ async def test_without_chromium_the_tools_are_not_listed(tmp_path: Path) -> None
     finally:
         await close_browser(state.env.settings.data_path)
         await state.env.close()
+
+
+async def test_render_html_renders_through_the_same_guard(browser_env: BrowserEnv) -> None:
+    persona = browser_env.env.personas["assistant"]
+    ctx = ToolContext(
+        thread_id=browser_env.identity.thread_id,
+        persona=persona,
+        db=browser_env.env.db,
+        settings=browser_env.env.settings,
+    )
+    html = await render_html(ctx, browser_env.pages.url("/"))
+    assert html is not None and "Press me" in html and "<h1" in html
+    with pytest.raises(ToolError) as refused:
+        await render_html(ctx, browser_env.pages.url("/redirect-out"))
+    assert "metadata.test resolves to 169.254.169.254" in str(refused.value)
+    assert not browser_env.manager._sessions  # the render's own context is gone
