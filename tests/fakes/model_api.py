@@ -53,6 +53,7 @@ from tests.fakes.model_script import (
     Step,
     attach_responder,
     delayed,
+    draw_responder,
     echo_responder,
     split_everywhere,
     streamed_slowly,
@@ -326,10 +327,13 @@ async def serve(
     split: bool = False,
     attach_channel: str | None = None,
     chunk_delay: float = 0.0,
+    draw: bool = False,
 ) -> None:
     """Serve the echo responder (or :func:`attach_responder` for ``attach_channel``) until
     SIGTERM/SIGINT or ``max_seconds``; write the base URL to ``port_file``."""
-    responder = attach_responder(attach_channel) if attach_channel else echo_responder
+    responder = (
+        attach_responder(attach_channel) if attach_channel else draw_responder if draw else echo_responder
+    )
     responder = split_everywhere(responder) if split else responder
     responder = delayed(responder, delay) if delay else responder
     responder = streamed_slowly(responder, chunk_delay) if chunk_delay else responder
@@ -374,6 +378,7 @@ def main(argv: list[str] | None = None) -> None:
         "--attach-channel",
         help="answer 'attach PATH ...' by calling channel_send into this channel with those attachments",
     )
+    parser.add_argument("--draw", action="store_true", help="answer 'draw PROMPT' by calling image_generate")
     args = parser.parse_args(argv)
     asyncio.run(
         serve(
@@ -384,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
             port=args.port,
             split=args.split,
             attach_channel=args.attach_channel,
+            draw=args.draw,
             chunk_delay=args.chunk_delay,
         )
     )

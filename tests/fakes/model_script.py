@@ -222,6 +222,17 @@ def attach_responder(channel: str) -> Responder:
     return respond
 
 
+def draw_responder(body: dict[str, Any]) -> Reply:
+    """A user message ``draw PROMPT`` makes the model call ``image_generate`` with that prompt,
+    then answer ``drawn`` once the tool answered; anything else is echoed."""
+    if _answers_a_tool(body):
+        return Reply(text="drawn")
+    text = last_user_text(body)
+    if text.startswith("draw "):
+        return Reply(tool_calls=[Call("image_generate", {"prompt": text.removeprefix("draw ")})])
+    return echo_responder(body)
+
+
 def _answers_a_tool(body: dict[str, Any]) -> bool:
     """The request ends with a tool result (OpenAI's ``tool`` role, Anthropic's ``tool_result``)."""
     messages = body.get("messages") or []
