@@ -23,13 +23,15 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from connectors.discord_bot import buttons
 from connectors.discord_bot.client import TalonDiscordClient, api_base_for
 from connectors.discord_bot.commands import ApplicationCommands, register_commands
+from connectors.discord_bot.editing import DiscordEditor
 from connectors.discord_bot.inbound import InboundBuilder, RecentIds
 from connectors.discord_bot.lanes import Lanes
-from connectors.discord_bot.editing import DiscordEditor
 from connectors.discord_bot.outbound import DiscordSender, request_trace
 from connectors.discord_bot.working import TypingIndicators
+from connectors.interactive import Prompt
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
 from gateway.backoff import Backoff
@@ -115,6 +117,9 @@ class DiscordConnector:
         self._runner: asyncio.Task[None] | None = None
         self._stopping = False
         self._commands = ApplicationCommands(
+            channel=self.name, client=lambda: self._client, policy=self._policy, intake=lambda: self._intake
+        )
+        self._taps = buttons.ComponentTaps(
             channel=self.name, client=lambda: self._client, policy=self._policy, intake=lambda: self._intake
         )
         self._interactions: set[asyncio.Task[None]] = set()
@@ -296,10 +301,13 @@ class DiscordConnector:
     def _on_interaction(self, interaction: discord.Interaction, raw: dict[str, Any]) -> None:
         if self._stopping:
             return
-        if interaction.type is not discord.InteractionType.application_command:
+        if interaction.type is discord.InteractionType.component:
+            task = asyncio.create_task(self._taps.handle(interaction, raw))
+        elif interaction.type is discord.InteractionType.application_command:
+            task = asyncio.create_task(self._commands.handle(interaction, raw))
+        else:
             log.debug("ignored discord interaction of type %s", interaction.type)
             return
-        task = asyncio.create_task(self._commands.handle(interaction, raw))
         self._interactions.add(task)
         task.add_done_callback(self._interactions.discard)
 
@@ -350,6 +358,18 @@ class DiscordConnector:
         from connectors.render import render_markdown
 
         return render_markdown(markdown, "discord")
+
+    async def send_prompt(self, thread: ThreadKey, prompt: Prompt) -> SendResult:
+        """A message with buttons or a select menu (:mod:`connectors.interactive`)."""
+        client = self._client
+        if client is None:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
+        return await buttons.send_prompt(client, thread, prompt)
+
+    async def close_prompt(self, thread: ThreadKey, message_id: str, text: str) -> None:
+        """The prompt's message shows its outcome, its components removed. Never raises."""
+        if self._client is not None:
+            await buttons.close_prompt(self._client, thread, message_id, text)
 
     async def send(self, item: OutboundChunk) -> SendResult:
         sender = self._sender
