@@ -1,6 +1,6 @@
 """A stand-in for an OpenAI-compatible images API on 127.0.0.1: ``POST /v1/images/generations``
 (JSON) and ``POST /v1/images/edits`` (multipart) answer with small real PNGs, as ``b64_json`` or,
-with ``form="url"``, as a URL it serves itself. ``delay`` slows every answer, ``fail_next``
+with ``form="url"``, as a URL it serves itself (``form="junk"``: base64 of text, not an image). ``delay`` slows every answer, ``fail_next``
 makes the next calls answer an error status; every request is recorded.
 
 In its own process (``python -m tests.fakes.images_api --port-file F``) it writes
@@ -100,6 +100,8 @@ class FakeImagesAPI:
             )
         shade = sum(prompt.encode()) % 200
         png = make_png(16, 16, (shade, 80, 160))
+        if self.form == "junk":  # base64 of something that is not an image
+            return web.json_response({"created": int(time.time()), "data": [{"b64_json": "aGVsbG8="}]})
         if self.form == "url":
             name = f"img-{next(self._ids)}.png"
             self._hosted[name] = png

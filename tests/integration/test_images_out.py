@@ -239,3 +239,15 @@ async def test_without_the_label_the_tools_are_not_offered_and_a_direct_call_is_
     assert not {"image_generate", "image_edit"} & offered
     assert refused.is_error and "image.generate" in refused.content
     assert images.requests == []
+
+
+async def test_an_answer_that_is_not_an_image_is_refused_and_nothing_is_saved_or_posted(
+    tmp_path: Path,
+) -> None:
+    calls = [Call("image_generate", {"prompt": "a cat"})]
+    async with _console(tmp_path, calls, form="junk") as (gw, model, _):
+        await say(gw, "draw", timeout=WAIT)
+    [(failed, text)] = tool_results(model.requests[-1])
+    assert failed and "answered with something that is not a PNG, JPEG, GIF or WebP image" in text
+    workspace = tmp_path / "data" / "workspaces" / "assistant" / "threads"
+    assert not list(workspace.glob("*/generated-images/*"))
