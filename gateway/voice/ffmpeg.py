@@ -13,6 +13,8 @@ import shutil
 import signal
 from pathlib import Path
 
+from gateway.errors import RefusedError
+
 __all__ = ["AudioToolError", "duration_of", "ffmpeg_missing", "run_tool", "to_ogg_opus"]
 
 TIMEOUT = 30.0
@@ -21,8 +23,9 @@ _MAX_STDERR = 4096
 _ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
 
 
-class AudioToolError(Exception):
-    """ffmpeg or ffprobe is missing, failed, ran too long or printed too much; the text says which."""
+class AudioToolError(RefusedError):
+    """The audio could not be handled: ffmpeg or ffprobe is missing, failed on it, ran too long or
+    printed too much; the text says which."""
 
 
 def ffmpeg_missing() -> str | None:

@@ -23,6 +23,7 @@ from gateway.delegation import DelegationError
 from gateway.documents import DocumentError
 from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError, TransientError
 from gateway.host_tools import SessionError
+from gateway.image_format import ImageFormatError
 from gateway.intake import ShuttingDownError
 from gateway.jsonsafe import JSONInputError
 from gateway.memory_query import QueryError
@@ -43,11 +44,11 @@ from gateway.store.state import StateQuotaError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
 from gateway.subagents.files import WorkspaceError
 from gateway.subagents.output import OutputError
+from gateway.voice.ffmpeg import AudioToolError
 from tools.base import ToolError
 from tools.bridge import BridgeAuthError
 from tools.bridge_client import BridgeRequestError, BridgeUnavailableError
 from tools.mcp_server import SessionRefusedError
-from gateway.image_format import ImageFormatError
 
 PACKAGES = ("gateway", "connectors", "tools")
 BRANCHES = (ConfigError, RefusedError, TransientError, PlatformError)
@@ -57,6 +58,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     AlreadyRunningError: RefusedError,
     FileTooLargeError: RefusedError,
     DocumentError: RefusedError,
+    AudioToolError: RefusedError,
     BridgeAuthError: RefusedError,
     BridgeRequestError: RefusedError,
     BudgetExceededError: RefusedError,
