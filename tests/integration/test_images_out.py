@@ -251,3 +251,27 @@ async def test_an_answer_that_is_not_an_image_is_refused_and_nothing_is_saved_or
     assert failed and "answered with something that is not a PNG, JPEG, GIF or WebP image" in text
     workspace = tmp_path / "data" / "workspaces" / "assistant" / "threads"
     assert not list(workspace.glob("*/generated-images/*"))
+
+
+async def test_the_picture_goes_to_the_forum_topic_it_was_asked_in(tmp_path: Path) -> None:
+    calls = [Call("image_generate", {"prompt": "a map"})]
+    chat, topic = -100555, 77
+    async with (
+        _platform("telegram") as telegram,
+        FakeImagesAPI() as images,
+        FakeAnthropic(responder=_script(calls)) as model,
+    ):
+        config = _config(tmp_path, model, images, channel={"name": CHANNEL, **_channel("telegram", telegram)})
+        async with running_gateway(config) as gw:
+            telegram.inject_message(
+                chat,
+                "@talon_test_bot draw a map",
+                user_id=4242,
+                chat_type="supergroup",
+                message_thread_id=topic,
+            )
+            await telegram.wait_for_sent(chat, 2, timeout=WAIT)
+            await gw.components.outbox.flush(10)
+            sent = telegram.sent_messages(chat)
+    assert len(telegram.files_received(chat)) == 1
+    assert [m.message_thread_id for m in sent] == [topic, topic], sent  # the picture, then the reply

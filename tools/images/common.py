@@ -250,8 +250,7 @@ async def _post(ctx: ToolContext, host: Path, virtual: str) -> bool | str:
             markdown="",
             origin_thread_id=ctx.thread_id,
             persona=ctx.persona.name,
-            chat_id=thread.chat_id,
-            attachments=[source],
+            attachments=[source],  # no chat: the poster picks this conversation, topic included
         )
     finally:
         with contextlib.suppress(OSError):
