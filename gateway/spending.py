@@ -18,12 +18,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from gateway.config import Settings
+from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.runtime.agent import TurnResult
 from gateway.store.db import Database
 from gateway.store.messages import batch_senders, sole_sender
 from gateway.store.runs import RunSpend
-from gateway.store.usage import UsageTotals, mark_notice, usage_totals
+from gateway.store.usage import UsageTotals, mark_notice, rollup_totals
 from gateway.usage import Periods, cost_of, format_cost, format_tokens
 from gateway.usage_settings import SpendLimit
 
@@ -133,49 +134,26 @@ class Spending:
             log.warning("could not check or send a budget notice", exc_info=True)
 
     async def states(self, persona: str, channel: str, senders: Sequence[str]) -> list[BudgetState]:
-        """Every configured budget that applies to this turn, with its use so far."""
+        """Every configured budget that applies to this turn, with its use so far (from the
+        usage rollups: one key lookup per budget)."""
         periods = Periods.at(self.clock(), self.settings.timezone)
-        wanted: list[tuple[str, str, str, SpendLimit, dict[str, object]]] = []
         budgets = self.budgets
+        wanted: list[tuple[str, str, str, str, SpendLimit]] = []  # budget, scope, subject, period, limit
         if budgets.per_user_day is not None:
-            for sender in senders:
-                wanted.append(
-                    (
-                        "per_user_day",
-                        sender,
-                        periods.day,
-                        budgets.per_user_day,
-                        {"sender_id": sender, "since": periods.day_start},
-                    )
-                )
+            wanted += [("per_user_day", "user", s, periods.day, budgets.per_user_day) for s in senders]
         if budgets.per_persona_month is not None:
-            wanted.append(
-                (
-                    "per_persona_month",
-                    persona,
-                    periods.month,
-                    budgets.per_persona_month,
-                    {"persona": persona, "since": periods.month_start},
-                )
-            )
+            wanted.append(("per_persona_month", "persona", persona, periods.month, budgets.per_persona_month))
         if budgets.per_channel_day is not None:
-            wanted.append(
-                (
-                    "per_channel_day",
-                    channel,
-                    periods.day,
-                    budgets.per_channel_day,
-                    {"channel": channel, "since": periods.day_start},
-                )
-            )
+            wanted.append(("per_channel_day", "channel", channel, periods.day, budgets.per_channel_day))
         if not wanted:
             return []
-
-        def read(conn: sqlite3.Connection) -> list[UsageTotals]:
-            return [usage_totals(conn, **filters) for *_, filters in wanted]  # type: ignore[arg-type]
-
-        used = await self.db.read(read)
-        return [BudgetState(b, s, p, limit, u) for (b, s, p, limit, _), u in zip(wanted, used, strict=True)]
+        used = await self.db.read(
+            rollup_totals, [(scope, subject, period) for _, scope, subject, period, _ in wanted]
+        )
+        return [
+            BudgetState(budget, subject, period, limit, u)
+            for (budget, _, subject, period, limit), u in zip(wanted, used, strict=True)
+        ]
 
     async def _notice(self, state: BudgetState) -> None:
         fresh = await self.db.run_transaction(
@@ -192,11 +170,16 @@ class Spending:
 
 
 def run_spend(
-    settings: Settings, result: TurnResult, first_model: str, channel: str, sender: str | None
+    settings: Settings,
+    result: TurnResult,
+    persona: Persona,
+    channel: str,
+    sender: str | None,
+    now: float,
 ) -> RunSpend:
     """What a turn's run stores besides its tokens: its cost at today's price of the model that
-    answered, whom it answered and its fallbacks."""
-    model = result.model or first_model
+    answered, whom it answered, its fallbacks, and the day and month its usage counts for."""
+    model = result.model or persona.model_ref
     return RunSpend(
         cache_read_tokens=result.usage.cache_read_tokens,
         cache_write_tokens=result.usage.cache_write_tokens,
@@ -205,6 +188,8 @@ def run_spend(
         sender_id=sender,
         channel=channel,
         fallbacks=result.fallbacks,
+        persona=persona.name,
+        periods=Periods.at(now, settings.timezone).names,
     )
 
 

@@ -46,6 +46,11 @@ class Periods:
     day: str  # 2026-12-01
     month: str  # 2026-12
 
+    @property
+    def names(self) -> tuple[str, str]:
+        """The day and the month, as the usage rollups name them."""
+        return (self.day, self.month)
+
     @classmethod
     def at(cls, now: float, timezone: str) -> Periods:
         local = datetime.fromtimestamp(now, ZoneInfo(timezone))

@@ -9,7 +9,7 @@ import time
 from gateway.config import Settings
 from gateway.store.db import Database
 from gateway.store.messages import message_sender
-from gateway.store.usage import UsageTotals, usage_totals
+from gateway.store.usage import UsageTotals, rollup_totals, usage_totals
 from gateway.usage import Periods, format_cost, format_tokens
 
 __all__ = ["usage_answer"]
@@ -34,10 +34,7 @@ async def usage_answer(
             usage_totals(conn, since=periods.month_start, thread_id=thread_id),
         ]
         if sender is not None:
-            totals += [
-                usage_totals(conn, since=periods.day_start, sender_id=sender),
-                usage_totals(conn, since=periods.month_start, sender_id=sender),
-            ]
+            totals += rollup_totals(conn, [("user", sender, periods.day), ("user", sender, periods.month)])
         return sender, totals
 
     sender, totals = await db.read(read)

@@ -50,6 +50,8 @@ class RunSpend:
     sender_id: str | None = None
     channel: str | None = None
     fallbacks: int = 0  # model calls a fallback model answered
+    persona: str | None = None  # with ``periods``: the usage rollups the run adds to
+    periods: tuple[str, ...] = ()  # the day and month it counts for (``2026-12-01``, ``2026-12``)
 
 
 def complete_run(
@@ -84,6 +86,21 @@ def complete_run(
                 spend.fallbacks,
                 run_id,
             ),
+        )
+        subjects = [("user", spend.sender_id), ("persona", spend.persona), ("channel", spend.channel)]
+        tokens = input_tokens + output_tokens
+        rows = [
+            (scope, subject, period, tokens, spend.cost or 0.0, int(spend.cost is None and tokens > 0))
+            for scope, subject in subjects
+            if subject is not None
+            for period in spend.periods
+        ]
+        conn.executemany(
+            "INSERT INTO usage_rollups (scope, subject, period, tokens, cost, runs, unpriced) "
+            "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (scope, subject, period) DO UPDATE SET "
+            "tokens = tokens + excluded.tokens, cost = cost + excluded.cost, runs = runs + 1, "
+            "unpriced = unpriced + excluded.unpriced",
+            rows,
         )
 
 

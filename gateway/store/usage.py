@@ -8,6 +8,7 @@ Every function runs on the database thread, inside ``Database.run_transaction`` 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,6 +18,7 @@ __all__ = [
     "UsageTotals",
     "fallback_counts",
     "mark_notice",
+    "rollup_totals",
     "usage_by",
     "usage_totals",
 ]
@@ -83,6 +85,23 @@ def usage_totals(
         params.append(thread_id)
     row = conn.execute(_TOTALS + "WHERE " + " AND ".join(where), params).fetchone()
     return UsageTotals(int(row[0]), float(row[1]), int(row[2]), int(row[3]))
+
+
+def rollup_totals(conn: sqlite3.Connection, keys: Sequence[tuple[str, str, str]]) -> list[UsageTotals]:
+    """What each ``(scope, subject, period)`` used (``("user", "U1", "2026-12-01")``), from the
+    rollups completed runs add to: one key lookup each."""
+    out = []
+    for scope, subject, period in keys:
+        row = conn.execute(
+            "SELECT tokens, cost, runs, unpriced FROM usage_rollups WHERE scope = ? AND subject = ? AND period = ?",
+            (scope, subject, period),
+        ).fetchone()
+        out.append(
+            UsageTotals()
+            if row is None
+            else UsageTotals(int(row[0]), float(row[1]), int(row[2]), int(row[3]))
+        )
+    return out
 
 
 def usage_by(conn: sqlite3.Connection, by: By, *, since: float, limit: int = 200) -> list[UsageRow]:

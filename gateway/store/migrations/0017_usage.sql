@@ -22,3 +22,17 @@ CREATE TABLE budget_notices (
     sent_at  REAL NOT NULL,
     PRIMARY KEY (budget, subject, period)
 );
+
+-- What each user, persona and channel used per day and month (in the configured timezone),
+-- added to in the transaction that completes a run, so a turn's budget check is a few key
+-- lookups however many runs the month holds.
+CREATE TABLE usage_rollups (
+    scope     TEXT NOT NULL,               -- user | persona | channel
+    subject   TEXT NOT NULL,               -- the user id, persona or channel
+    period    TEXT NOT NULL,               -- 2026-12-01 (a day) or 2026-12 (a month)
+    tokens    INTEGER NOT NULL DEFAULT 0,
+    cost      REAL NOT NULL DEFAULT 0,
+    runs      INTEGER NOT NULL DEFAULT 0,
+    unpriced  INTEGER NOT NULL DEFAULT 0,  -- runs with tokens whose model had no price
+    PRIMARY KEY (scope, subject, period)
+);

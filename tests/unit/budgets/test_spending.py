@@ -60,6 +60,7 @@ async def test_the_first_spent_budget_refuses_and_says_when_it_renews(tmp_path: 
     db = await open_database(tmp_path / "talon.db")
     try:
         now = 1_800_000_000.0
+        periods = Periods.at(now, settings.timezone)
 
         def spend(conn, sender: str, tokens: int, cost: float) -> None:  # type: ignore[no-untyped-def]
             thread = upsert_thread(conn, ThreadKey("tg", "g"), chat_type="group", persona="p", now=now)
@@ -72,7 +73,14 @@ async def test_the_first_spent_budget_refuses_and_says_when_it_renews(tmp_path: 
                 output_tokens=0,
                 model_calls=1,
                 now=now,
-                spend=RunSpend(cost=cost, currency="EUR", sender_id=sender, channel="tg"),
+                spend=RunSpend(
+                    cost=cost,
+                    currency="EUR",
+                    sender_id=sender,
+                    channel="tg",
+                    persona="p",
+                    periods=(periods.day, periods.month),
+                ),
             )
 
         spending = Spending(db, settings, clock=lambda: now + 10)

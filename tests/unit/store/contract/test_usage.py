@@ -90,3 +90,37 @@ async def test_a_budget_notice_is_marked_once_per_period(store: Backend) -> None
     assert not await store.write(mark, "per_user_day", "ann", "2026-12-01", 2.0)
     assert await store.write(mark, "per_user_day", "ann", "2026-12-02", 3.0)
     assert await store.write(mark, "per_user_day", "bob", "2026-12-01", 4.0)
+
+
+async def test_completed_runs_add_to_the_rollups_of_their_user_persona_and_channel(store: Backend) -> None:
+    thread_id = await _thread(store)
+
+    async def run(sender: str | None, cost: float | None, periods: tuple[str, ...]) -> None:
+        run_id = await store.write(store.runs.start_run, thread_id, "p", "fake:big", 1.0)
+        spend = store.runs.RunSpend(cost=cost, sender_id=sender, channel="tg", persona="p", periods=periods)
+        await store.write(
+            store.runs.complete_run, run_id, model="fake:big", input_tokens=100, output_tokens=50,
+            model_calls=1, now=2.0, spend=spend,
+        )  # fmt: skip
+
+    await run("ann", 0.25, ("2026-12-01", "2026-12"))
+    await run("ann", None, ("2026-12-01", "2026-12"))
+    await run("bob", 1.0, ("2026-12-02", "2026-12"))
+    await run("ann", 9.0, ())  # no periods: no rollups (a run priced outside a turn)
+    got = await store.read(
+        store.usage.rollup_totals,
+        [
+            ("user", "ann", "2026-12-01"),
+            ("user", "bob", "2026-12"),
+            ("persona", "p", "2026-12"),
+            ("channel", "tg", "2026-12-02"),
+            ("user", "carl", "2026-12"),
+        ],
+    )
+    assert [(t.tokens, t.cost, t.runs, t.unpriced) for t in got] == [
+        (300, 0.25, 2, 1),
+        (150, 1.0, 1, 0),
+        (450, 1.25, 3, 1),
+        (150, 1.0, 1, 0),
+        (0, 0.0, 0, 0),
+    ]
