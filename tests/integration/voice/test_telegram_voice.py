@@ -6,6 +6,7 @@ persona still gets the note."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -110,3 +111,24 @@ async def test_a_failing_endpoint_gives_the_notice_after_bounded_retries(tmp_pat
     assert "not transcribed" in model.texts[0]
     [entry] = json.loads(row["attachments"])
     assert "transcript" not in entry and entry["transcript_note"].startswith("not transcribed")
+
+
+async def test_speech_that_fails_leaves_the_reply_as_text_only(tmp_path: Path) -> None:
+    model = Model()
+    async with FakeTelegramAPI() as telegram, FakeAnthropic(responder=model) as fake, FakeAudioAPI() as audio:
+        audio.fail_next("speech", 10, status=500)
+        config = voice_config(
+            tmp_path,
+            fake,
+            audio,
+            channel=telegram_channel(telegram),
+            transcription={"provider": AUDIO},
+            speech={"provider": AUDIO, "speak": "all", "timeout": 10},
+        )
+        async with running_gateway(config):
+            telegram.inject_message(CHAT, "", user_id=CHAT, voice=voice_note(SAID))
+            sent = await telegram.wait_for_sent(CHAT, 1, timeout=30)
+            await asyncio.sleep(0.5)  # a voice message would follow the text by now
+    assert [m.text for m in sent] == ["Booked: " + SAID]
+    assert len(audio.speeches) == 2  # two tries, then text only
+    assert telegram.files_received(CHAT) == []
