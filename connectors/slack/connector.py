@@ -48,8 +48,10 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from connectors.interactive import Prompt
 from connectors.pacing import PacingPolicy, SendPacer
 from connectors.policy import ChannelPolicy
+from connectors.slack import buttons
 from connectors.slack.commands import CommandThreads, SlashCommands
 from connectors.slack.editing import SlackEditor
 from connectors.slack.errors import SEND_ERRORS, api_error_code, classify_send_error, may_pass
@@ -205,6 +207,7 @@ class SlackConnector:
                 ping_interval=self._ping_interval,
                 backoff=self._backoff,
                 on_command=self._commands.handle,
+                on_tap=self._on_tap,
             )
             await self._receiver.start()
         except BaseException as exc:
@@ -281,6 +284,32 @@ class SlackConnector:
         self.team_id = resp.get("team_id")
 
     # ------------------------------------------------------------ inbound
+
+    async def _on_tap(self, body: dict[str, Any]) -> str | None:
+        """A prompt's button or select (``block_actions``): committed through intake; raises
+        :class:`IntakeFailedError` when intake fails, so the tap is not acknowledged."""
+        event = buttons.read_tap(self.name, body)
+        if event is None or not self._policy.admits(event.sender.id, event.thread_key.chat_id):
+            return None
+        intake = self._intake
+        if intake is None:
+            raise IntakeFailedError(f"{self.name} is stopping")
+        try:
+            result = await intake(event)
+        except Exception as exc:
+            raise IntakeFailedError(f"intake failed for a tap: {type(exc).__name__}") from exc
+        return result.reply
+
+    async def send_prompt(self, thread: ThreadKey, prompt: Prompt) -> SendResult:
+        """A message with Block Kit buttons or a select (:mod:`connectors.interactive`)."""
+        if self._web is None:
+            return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
+        return await buttons.send_prompt(self._web, thread, prompt)
+
+    async def close_prompt(self, thread: ThreadKey, message_id: str, text: str) -> None:
+        """The prompt's blocks replaced by its outcome (``chat.update``). Never raises."""
+        if self._web is not None:
+            await buttons.close_prompt(self._web, thread, message_id, text)
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         """Bolt listener for ``message`` and ``app_mention``; raises only when intake fails."""

@@ -67,6 +67,7 @@ class EventReceiver:
         ping_interval: Socket Mode ping interval.
         backoff: delays between failing reconnect attempts.
         on_command: called with each slash command payload (:mod:`connectors.slack.commands`).
+        on_tap: called with each ``block_actions`` payload of a prompt's buttons.
     """
 
     def __init__(
@@ -82,9 +83,11 @@ class EventReceiver:
         ping_interval: float,
         backoff: ReconnectBackoff,
         on_command: CommandHandler | None = None,
+        on_tap: CommandHandler | None = None,
     ):
         self.name = settings.name
         self._on_command = on_command
+        self._on_tap = on_tap
         self.settings = settings
         self._web = web
         self._identity = identity
@@ -154,6 +157,7 @@ class EventReceiver:
         app.event("message")(self._on_message_event)
         app.event("app_mention")(self._on_message_event)
         app.command(re.compile(r"^/"))(self._on_slash_command)
+        app.action(re.compile(r"^t:"))(self._on_action)  # buttons of connectors.slack.buttons
         # Any other subscribed event is acknowledged so Slack does not keep retrying it.
         app.event(re.compile(r".+"))(self._on_other_event)
         return app
@@ -167,6 +171,12 @@ class EventReceiver:
             await ack(text=reply, response_type="ephemeral")
         else:
             await ack()
+
+    async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """A tap: committed through intake (raising withholds the ack), then acknowledged."""
+        if self._on_tap is not None:
+            await self._on_tap(body)
+        await ack()
 
     async def _on_other_event(self, body: dict[str, Any]) -> None:
         event = body.get("event") or {}
