@@ -492,6 +492,14 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
                 f"channels[{i}]: Slack needs app_token (Socket Mode) or signing_secret (HTTP events); "
                 "set SLACK_APP_TOKEN in .env"
             )
+    operator = raw.get("operator") if isinstance(raw.get("operator"), dict) else {}
+    if operator.get("channel") is not None and operator["channel"] not in names:
+        guess = did_you_mean(str(operator["channel"]), [str(n) for n in names])
+        problems.append(
+            f"operator.channel: no channel named {operator['channel']!r}; "
+            + (f"did you mean {guess!r}? " if guess else "")
+            + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'} or null"
+        )
     bindings = raw.get("bindings") if isinstance(raw.get("bindings"), list) else []
     for i, b in enumerate(bindings):
         if isinstance(b, dict) and b.get("channel") not in names:

@@ -108,3 +108,14 @@ async def test_no_budget_reads_nothing(tmp_path: Path) -> None:
     spending = Spending(NoDatabase(), Settings())  # type: ignore[arg-type]
     assert await spending.check("p", "tg", ["ann"]) is None
     await spending.after_turn("p", "tg", ["ann"])
+
+
+def test_the_operator_channel_must_be_configured(tmp_path: Path) -> None:
+    from gateway.config import ConfigError, load_settings
+
+    (tmp_path / "talon.yaml").write_text(
+        "channels: [{name: console, type: console}]\noperator: {channel: consol}\n", encoding="utf-8"
+    )
+    with pytest.raises(ConfigError) as raised:
+        load_settings(tmp_path / "talon.yaml")
+    assert "operator.channel: no channel named 'consol'; did you mean 'console'?" in str(raised.value)
