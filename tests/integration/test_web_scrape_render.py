@@ -1,5 +1,5 @@
-"""web_scrape renders a page whose body its scripts build, in the thread's confined Chromium, and
-extracts the rendered text; the browser tools' current tab is left as it was."""
+"""web_scrape renders a page whose body its scripts build in the daemon's confined Chromium, in a
+context of its own that is closed afterwards, and extracts the rendered text."""
 
 from __future__ import annotations
 
@@ -57,5 +57,4 @@ async def test_a_script_built_page_is_rendered_and_extracted(ctx: ToolContext) -
         assert sentence in result["content"]
     assert not any(noise in result["content"] for noise in NOISE)
     assert hits == ["/app", "/app"]  # the fetch, then the browser's load
-    session = manager_for(ctx.settings)._sessions[("assistant", 1)]
-    assert session.page is None and session.context.pages == []
+    assert manager_for(ctx.settings)._sessions == {}  # the render's own context is closed
