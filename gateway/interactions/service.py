@@ -247,10 +247,8 @@ class Interactions:
         )
         if not fresh:
             return IntakeResult(IntakeStatus.DUPLICATE, reply=text)
-        if post is not None or event.tap is None:
-            thread_id = post
-            if thread_id is not None:
-                await self.notice(thread_id, text)
+        if event.tap is None and post is not None:  # a reply: the chat is told what to send instead
+            await self.notice(post, text)
         return IntakeResult(IntakeStatus.STORED, post, reply=text)
 
     # ------------------------------------------------------------ closing prompts

@@ -25,6 +25,7 @@ from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError,
 from gateway.host_tools import SessionError
 from gateway.image_format import ImageFormatError
 from gateway.intake import ShuttingDownError
+from gateway.interactions.questions import QuestionError
 from gateway.jsonsafe import JSONInputError
 from gateway.memory_query import QueryError
 from gateway.outbox_spool import FileTooLargeError
@@ -79,6 +80,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SessionError: RefusedError,
     SessionRefusedError: RefusedError,
     SkillError: RefusedError,
+    QuestionError: RefusedError,
     StateQuotaError: RefusedError,
     SubagentError: RefusedError,
     SubagentRefusedError: RefusedError,
