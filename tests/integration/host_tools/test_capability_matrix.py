@@ -71,6 +71,11 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "read_witness": {"session": "current"},
     "search_witness": {"query": "hello"},
     "config_get": {"target": "env"},
+    "browser_open": {"url": "http://127.0.0.1:9/"},
+    "browser_observe": {},
+    "browser_act": {"action": "click", "target": {"kind": "semantic", "text": "OK"}},
+    "browser_screenshot": {},
+    "browser_close": {},
 }
 TOOLS = registry.all_tools()
 
