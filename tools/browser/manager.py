@@ -45,6 +45,7 @@ __all__ = ["BrowserManager", "close_browser", "manager_for"]
 log = logging.getLogger(__name__)
 
 LAUNCH_TIMEOUT = 30.0
+_NOWHERE = "http://127.0.0.1:9"  # the discard port, closed on loopback
 DEFAULT_ACTION_TIMEOUT_MS = 10_000
 _MANAGERS: dict[Path, BrowserManager] = {}
 
@@ -254,6 +255,9 @@ class BrowserManager:
             args=list(CONFINED_ARGUMENTS),
             chromium_sandbox=sandbox_enabled(self.config),
             env=chromium_environment(home),
+            # Traffic of the browser itself (outside any session's context, which has its own
+            # guarded proxy) goes to a closed loopback port: nowhere.
+            proxy={"server": _NOWHERE},
             headless=True,
             handle_sigint=False,
             handle_sigterm=False,
