@@ -269,7 +269,8 @@ class Settings(_Strict):
     )
     browser: BrowserSettings = Field(BrowserSettings(), description="the browser tools' headless Chromium")
     images: ImageSettings = Field(
-        ImageSettings(), description="image_generate and image_edit's images endpoint and caps (docs/images.md)"
+        ImageSettings(),
+        description="image_generate and image_edit's images endpoint and caps (docs/images.md)",
     )
     transcription: TranscriptionSettings = Field(
         TranscriptionSettings(), description="voice notes and audio files heard as text (docs/voice.md)"

@@ -318,7 +318,9 @@ class Bridge:
         if tool is None or persona is None:
             return False
         policy = persona.approvals
-        return tool.waits_for_human or (policy is not None and policy.gates(tool.mcp_name, tool_prefixes(tool)))
+        return tool.waits_for_human or (
+            policy is not None and policy.gates(tool.mcp_name, tool_prefixes(tool))
+        )
 
     def _extend(self, identity: RunIdentity, seconds: float) -> None:
         """Time spent waiting for a human does not count against the run's identity."""
@@ -383,7 +385,12 @@ class Bridge:
         return await self._run(identity, persona, tool, args, call_id)
 
     async def _approval(
-        self, identity: RunIdentity, persona: Persona, tool: HostTool, args: dict[str, Any], call_id: str | None
+        self,
+        identity: RunIdentity,
+        persona: Persona,
+        tool: HostTool,
+        args: dict[str, Any],
+        call_id: str | None,
     ) -> CallResult | None:
         """None when the call may run; else the refusal. Gated calls wait for a human's decision."""
         policy = persona.approvals
@@ -393,7 +400,9 @@ class Bridge:
             reason = f"{tool.mcp_name} needs approval, and approvals are not available here; it was not run"
             self._record(identity, tool.mcp_name, "refused", detail=reason)
             return CallResult(reason, True, refused=True, error_class="not_approved")
-        self._record(identity, tool.mcp_name, "approval", detail=f"requested; {summarize_args(args, tool.scope_arg)}")
+        self._record(
+            identity, tool.mcp_name, "approval", detail=f"requested; {summarize_args(args, tool.scope_arg)}"
+        )
         started = time.monotonic()
         verdict = await self.approvals.decide(
             policy,

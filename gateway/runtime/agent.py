@@ -176,7 +176,9 @@ async def _run_calls(
     """Run one response's tool calls in order, their results appended to ``history``."""
     for i, call in enumerate(calls):
         if checkpoint is not None and checkpoint.may_wait(call):
-            state = Suspended(list(history), tuple(calls[i:]), result.usage, result.model_calls, list(result.tool_calls))
+            state = Suspended(
+                list(history), tuple(calls[i:]), result.usage, result.model_calls, list(result.tool_calls)
+            )
             await checkpoint.save(state)
         outcome = await _tool_call(tools, call, trace)
         result.tool_calls.append(call.name)

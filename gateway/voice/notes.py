@@ -18,5 +18,7 @@ def voice_note_text(entry: dict[str, Any]) -> str | None:
         heard = entry["transcript"] or "(no speech recognised)"
         return f"[voice note {path}{length}{cut_note}; transcript:]\n{heard}"
     if "transcript_note" in entry:
-        return f"[voice note {path}: {entry['transcript_note']}; the sender was told; the audio file is there]"
+        return (
+            f"[voice note {path}: {entry['transcript_note']}; the sender was told; the audio file is there]"
+        )
     return None

@@ -17,9 +17,9 @@ import base64
 import os
 from typing import Any
 
+from gateway.image_format import ImageFormatError, ImageInfo, inspect
 from gateway.runtime.model import ImageBlock, ToolResult
 from tools.base import HostTool, ToolContext, ToolError
-from gateway.image_format import ImageFormatError, ImageInfo, inspect
 from tools.workspace.roots import WorkspaceRoots, open_regular
 
 __all__ = ["MAX_BASE64_BYTES", "MAX_PIXELS", "MAX_SIDE", "TOOL", "view_image"]

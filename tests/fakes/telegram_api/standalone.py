@@ -150,7 +150,9 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
         return web.json_response({"query_id": query_id})
 
     async def callbacks(request: web.Request) -> web.Response:
-        buttons = {f"{c}:{m}": [b["text"] for b in fake.callbacks.buttons(c, m)] for c, m in fake.callbacks.markups}
+        buttons = {
+            f"{c}:{m}": [b["text"] for b in fake.callbacks.buttons(c, m)] for c, m in fake.callbacks.markups
+        }
         answers = {q: a.get("text") for q, a in fake.callbacks.answers.items()}
         return web.json_response({"buttons": buttons, "answers": answers})
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from gateway.image_format import ImageFormatError, inspect
 from gateway.runtime.model import ToolResult
 from tools.base import ToolContext, ToolError
 from tools.workspace import view_image as tool
-from gateway.image_format import ImageFormatError, inspect
 
 
 def picture(kind: str, size: tuple[int, int] = (37, 21), **options: object) -> bytes:
