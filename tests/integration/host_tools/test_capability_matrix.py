@@ -76,6 +76,10 @@ SAMPLE_ARGS: dict[str, dict[str, Any]] = {
     "browser_act": {"action": "click", "target": {"kind": "semantic", "text": "OK"}},
     "browser_screenshot": {},
     "browser_close": {},
+    "image_generate": {"prompt": "a lighthouse"},
+    "image_edit": {"prompt": "make it blue", "image_paths": ["/workspace/no-such.png"]},
+    "ask_question": {"question": "Which one?", "type": "choice", "choices": ["a", "b"]},
+    "exit_plan_mode": {"plan": "1. read\n2. write"},
 }
 TOOLS = registry.all_tools()
 
@@ -108,9 +112,12 @@ def _personas() -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[BridgeEnv]:
-    # net_http's allowlist keeps its sample call from leaving the host even when allowed.
+    # net_http's allowlist keeps its sample call from leaving the host even when allowed; the
+    # images endpoint is the offline provider, so image tools are offered and fail to connect.
     env = await make_bridge_env(
-        tmp_path, _personas(), extra={"net_http": {"allowed_domains": ["example.invalid"]}}
+        tmp_path,
+        _personas(),
+        extra={"net_http": {"allowed_domains": ["example.invalid"]}, "images": {"provider": "fake"}},
     )
     yield env
     await env.close()
@@ -172,7 +179,9 @@ async def test_with_a_wrong_scope_the_tool_is_listed_but_the_call_refused(env: B
 
 async def test_a_persona_with_every_label_lists_every_tool_in_registry_order(tmp_path: Path) -> None:
     labels = sorted({_label(t.prefix) for t in TOOLS})
-    env = await make_bridge_env(tmp_path, {"assistant": {"capabilities": labels}})
+    env = await make_bridge_env(
+        tmp_path, {"assistant": {"capabilities": labels}}, extra={"images": {"provider": "fake"}}
+    )
     try:
         _, tools, _ = await _listed(env, "assistant")
     finally:
