@@ -9,6 +9,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 from aiohttp import WSMsgType, web
@@ -280,17 +281,18 @@ class FakeSlack(SlashCommands, Uploads, WebApi):
         self._sockets.clear()
 
     async def post_event(
-        self, payload: Any, *, retry_num: int | None = None, secret: str | None = None
+        self, payload: Any, *, retry_num: int | None = None, secret: str | None = None, form: bool = False
     ) -> tuple[int, str]:
-        """POST a payload to ``events_url`` signed like Slack; returns (status, body)."""
+        """POST a payload to ``events_url`` signed like Slack (JSON, or ``payload=`` form data
+        for an interactive payload); returns (status, body)."""
         assert self.events_url and self._session is not None, "set events_url first"
-        body = json.dumps(payload)
+        body = urlencode({"payload": json.dumps(payload)}) if form else json.dumps(payload)
         timestamp = str(int(time.time()))
         signature = SignatureVerifier(secret or self.signing_secret).generate_signature(
             timestamp=timestamp, body=body
         )
         headers = {
-            "Content-Type": "application/json",
+            "Content-Type": "application/x-www-form-urlencoded" if form else "application/json",
             "X-Slack-Request-Timestamp": timestamp,
             "X-Slack-Signature": signature,
         }
@@ -304,7 +306,9 @@ class FakeSlack(SlashCommands, Uploads, WebApi):
         retry = envelope.attempts
         if self.events_url:
             envelope.attempts += 1
-            status, _ = await self.post_event(envelope.payload, retry_num=retry or None)
+            # Slack posts interactive payloads (block_actions) as a form field, events as JSON.
+            form = envelope.kind == "interactive"
+            status, _ = await self.post_event(envelope.payload, retry_num=retry or None, form=form)
             envelope.acked = envelope.acked or status == 200
             return
         sockets = self._open_sockets()

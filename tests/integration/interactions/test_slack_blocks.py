@@ -1,7 +1,8 @@
-"""A question on Slack through a real turn: Bolt and slack-sdk against the Slack stand-in over
-Socket Mode. The prompt carries Block Kit buttons, a tap arrives as ``block_actions`` in an
-``interactive`` envelope, is acknowledged after its commit and resumes the turn; the buttons are
-replaced with ``chat.update``; a second tap is acknowledged and changes nothing."""
+"""A question on Slack through a real turn: Bolt and slack-sdk against the Slack stand-in, over
+Socket Mode and over HTTP. The prompt carries Block Kit buttons, a tap arrives as
+``block_actions`` (in an ``interactive`` envelope, or as a signed ``payload=`` form post), is
+acknowledged after its commit and resumes the turn; the buttons are replaced with
+``chat.update``; a second tap is acknowledged and changes nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.slack_api import FakeSlack
@@ -48,23 +51,31 @@ def _tap(slack: FakeSlack, ts: str, action_id: str, trigger: str) -> dict[str, A
     }
 
 
-async def test_a_block_kit_tap_resumes_the_turn_and_a_second_tap_changes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_a_block_kit_tap_resumes_the_turn_and_a_second_tap_changes_nothing(
+    tmp_path: Path, mode: str
+) -> None:
     async with FakeSlack() as slack, FakeAnthropic(responder=_respond) as fake:
         channel = {
             "name": "sl",
             "type": "slack",
             "bot_token": slack.bot_token,
-            "app_token": slack.app_token,
             "api_base_url": slack.base_url,
             "streaming": "off",
         }
+        if mode == "socket":
+            channel["app_token"] = slack.app_token
+        else:
+            channel.update(signing_secret=slack.signing_secret, http_port=0)
         config = write_config(
             tmp_path,
             provider=provider_for(fake),
             personas={"assistant": {"capabilities": ["chat.ask"]}},
             extra={"channels": [channel], "bindings": [{"channel": "sl", "persona": "assistant"}]},
         )
-        async with running_gateway(config):
+        async with running_gateway(config) as gw:
+            if mode == "http":
+                slack.events_url = gw.components.connectors["sl"].events_url
             await slack.inject_message(DM, "deploy", user=USER)
             [prompt] = await slack.wait_for_posted(DM, 1, timeout=30)
             actions = prompt.params["blocks"][1]["elements"]
