@@ -48,8 +48,11 @@ async def test_every_split_of_a_reply_reaches_the_chat_exactly(tmp_path: Path, k
             await post_json(
                 f"{bot_api.url}/_fake/inject", {"messages": [{"chat_id": 7, "user_id": 7, "text": TEXT}]}
             )
+            # A DM streams by default: wait for the preview to become the final reply.
             async with asyncio.timeout(60):
-                while not (sent := (await get_json(f"{bot_api.url}/_fake/sent")).get("7")):
+                while not (sent := (await get_json(f"{bot_api.url}/_fake/sent")).get("7")) or any(
+                    t.endswith("writing…") for t in sent
+                ):
                     await asyncio.sleep(0.1)
             assert await daemon.stop() == 0
     assert sent == [f"echo: {TEXT}"]

@@ -58,6 +58,7 @@ async def test_a_turn_attaches_a_workspace_file_and_the_user_gets_it_once(tmp_pa
             "token": telegram.token,
             "api_base_url": telegram.url,
             "max_upload_bytes": 400,
+            "streaming": "off",  # the order of the three messages as sent; previews: test_streaming_*
             "pacing": {"per_second": 0, "per_chat_per_second": 0, "group_per_minute": 0},
         }
         config = write_config(
