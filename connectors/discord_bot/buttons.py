@@ -20,7 +20,7 @@ import discord
 from discord.http import Route
 
 from connectors.base import ErrorClass, InboundEvent, IntakeHandler, Sender, SendResult, ThreadKey
-from connectors.discord_bot.commands import _origin
+from connectors.discord_bot.commands import interaction_origin, post_interaction_callback
 from connectors.discord_bot.outbound import classify_http_error
 from connectors.interactive import (
     Prompt,
@@ -126,7 +126,7 @@ class ComponentTaps:
         custom_id = data.get("custom_id")
         values = data.get("values")
         tap = parse_select(custom_id, values) if isinstance(values, list) else parse_callback(custom_id)
-        origin = _origin(raw)
+        origin = interaction_origin(raw)
         user = interaction.user
         if tap is None or origin is None or user is None:
             await self._respond(interaction, {"type": DEFERRED_UPDATE})
@@ -157,14 +157,8 @@ class ComponentTaps:
         client = self._client()
         if client is None:
             return False
-        route = Route(
-            "POST",
-            "/interactions/{interaction_id}/{interaction_token}/callback",
-            interaction_id=interaction.id,
-            interaction_token=interaction.token,
-        )
         try:
-            await client.http.request(route, json=body)
+            await post_interaction_callback(client, interaction, body)
         except _FAILURES as exc:
             log.info("%s: could not acknowledge a button tap (%r)", self._channel, exc)
             return False

@@ -77,7 +77,7 @@ async def register_commands(client: discord.Client, channel: str) -> bool:
     return True
 
 
-def _origin(raw: dict[str, Any]) -> tuple[str, str | None, ChatType] | None:
+def interaction_origin(raw: dict[str, Any]) -> tuple[str, str | None, ChatType] | None:
     """``(chat_id, topic, chat_type)`` as messages in that channel are keyed, or None."""
     channel = raw.get("channel")
     channel_id = raw.get("channel_id")
@@ -90,6 +90,20 @@ def _origin(raw: dict[str, Any]) -> tuple[str, str | None, ChatType] | None:
         if isinstance(parent, str) and parent.isdigit():
             return parent, channel_id, "thread"
     return channel_id, None, "group"
+
+
+async def post_interaction_callback(
+    client: discord.Client, interaction: discord.Interaction, body: dict[str, Any]
+) -> None:
+    """Answer an interaction (``POST .../callback``) through the client's own HTTP session, so
+    the channel's ``api_base_url`` holds (discord.py's interaction helpers use the global base)."""
+    route = Route(
+        "POST",
+        "/interactions/{interaction_id}/{interaction_token}/callback",
+        interaction_id=interaction.id,
+        interaction_token=interaction.token,
+    )
+    await client.http.request(route, json=body)
 
 
 class ApplicationCommands:
@@ -118,7 +132,7 @@ class ApplicationCommands:
     async def handle(self, interaction: discord.Interaction, raw: dict[str, Any]) -> None:
         data = raw.get("data")
         name = data.get("name") if isinstance(data, dict) else None
-        origin = _origin(raw)
+        origin = interaction_origin(raw)
         user = interaction.user
         if not isinstance(name, str) or origin is None or not user:
             log.warning(
@@ -167,14 +181,8 @@ class ApplicationCommands:
         client = self._client()
         if client is None:
             return False
-        route = Route(
-            "POST",
-            "/interactions/{interaction_id}/{interaction_token}/callback",
-            interaction_id=interaction.id,
-            interaction_token=interaction.token,
-        )
         try:
-            await client.http.request(route, json=body)
+            await post_interaction_callback(client, interaction, body)
         except _FAILURES as exc:
             log.warning(
                 "%s: could not answer interaction %s (%s)", self._channel, interaction.id, _short(exc)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from connectors.discord_bot.commands import _origin, command_payload
+from connectors.discord_bot.commands import command_payload, interaction_origin
 from connectors.discord_bot.inbound import normalize_text
 from gateway.command_table import CHAT_COMMANDS
 
@@ -35,7 +35,7 @@ def test_the_payload_has_one_slash_command_per_chat_command_within_discords_limi
     ],
 )
 def test_an_interaction_is_keyed_as_the_messages_of_its_channel(raw: dict[str, Any], origin: Any) -> None:
-    assert _origin(raw) == origin
+    assert interaction_origin(raw) == origin
 
 
 def test_every_chat_command_addressed_to_any_bot_name_is_read_as_the_command() -> None:
