@@ -37,6 +37,7 @@ from gateway.channel_settings import (
 )
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.errors import ConfigError
+from gateway.http.settings import HttpSettings
 from gateway.image_settings import ImageSettings, image_problems
 from gateway.model_types import StrictModel
 from gateway.streaming_settings import StreamingMode
@@ -294,6 +295,9 @@ class Settings(_Strict):
         SpendBudgets(), description="spending budgets per user, persona and channel (tokens or cost)"
     )
     operator: OperatorSettings = Field(OperatorSettings(), description="where the operator is told things")
+    http: HttpSettings | None = Field(
+        None, description="the HTTP server (docs/http.md); null or absent = off"
+    )
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)
     # Key path -> the ${VAR} put into it (set or not), for config_get's masking and env view.

@@ -3,8 +3,8 @@
 Start: lock the data dir -> database (migrations) -> providers -> outbox recovery ->
 inbound files left in staging moved into their workspaces -> host tools' bridge -> queue ->
 scheduler -> connectors (each may fail alone; one that failed for now is retried in the
-background) -> control socket -> persona MCP servers -> ready.
-Stop: no new intake or control connections -> scheduler -> channel retries -> running turns get the grace
+background) -> control socket -> HTTP server (when configured) -> persona MCP servers -> ready.
+Stop: no new intake, control or HTTP connections -> scheduler -> channel retries -> running turns get the grace
 period -> summarizer, persona MCP servers, host tools -> outbox flush -> control socket ->
 connectors -> providers -> database -> unlock.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 from collections.abc import Mapping
@@ -62,6 +63,8 @@ from tools.browser.manager import close_browser
 from tools.schedules.shell_runner import ShellScheduleRunner
 
 if TYPE_CHECKING:
+    from gateway.http.features import HttpFeature
+    from gateway.http.server import HttpServer
     from gateway.persona_mcp.manager import PersonaMcpManager
 
 __all__ = ["Components", "Gateway", "build_components", "build_connector", "run_daemon"]
@@ -113,6 +116,7 @@ class Components:
     status: StatusReporter
     control: ControlServer
     interactions: Interactions
+    http: HttpServer | None = None
 
 
 def build_components(settings: Settings, personas: Mapping[str, Persona], db: Database) -> Components:
@@ -221,7 +225,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         personas=sorted(personas),
         extensions=[host_tools, DeadLetterOps(db, queue.notify)],
     )
-    return Components(
+    parts = Components(
         db=db,
         bus=bus,
         bindings=bindings,
@@ -245,6 +249,23 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         control=control,
         interactions=interactions,
     )
+    return dataclasses.replace(parts, http=_http_server(settings, parts))
+
+
+def _http_server(settings: Settings, c: Components) -> HttpServer | None:
+    """The HTTP server with the features the config turns on; None without ``http:`` (aiohttp's
+    server side is imported only then)."""
+    if settings.http is None:
+        return None
+    from gateway.http.server import HttpServer
+
+    return HttpServer(settings.http, _http_features(settings, c), data_path=settings.data_path)
+
+
+def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
+    """Every feature of the HTTP server, in the order their routes are added."""
+    features: list[HttpFeature] = []
+    return features
 
 
 def _persona_mcp(settings: Settings, personas: Mapping[str, Persona]) -> PersonaMcpManager | None:
@@ -310,6 +331,8 @@ class Gateway:
         await c.interactions.start()  # before the channels: a tap may arrive at once
         await c.channels.start()  # a channel that fails for now is retried in the background
         await c.control.start()
+        if c.http is not None:
+            await c.http.start()
         if c.persona_mcp is not None:
             await c.persona_mcp.start()  # returns at once; servers start in the background
         # Import the SDKs the personas use now, off the loop, so the first turn doesn't wait.
@@ -340,6 +363,8 @@ class Gateway:
         if c is not None:
             c.intake.close()
             c.control.stop_listening()
+            if c.http is not None:
+                await c.http.stop()  # webhooks are intake: none after this
         self._stopped.set()
         if self._scheduler_task:
             await asyncio.gather(self._scheduler_task, return_exceptions=True)

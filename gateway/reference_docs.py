@@ -86,6 +86,15 @@ def _nested_model(tp: Any) -> type[BaseModel] | None:
     return models[0] if len(models) == 1 and len(union_members(tp)) == 1 else None
 
 
+def _optional_model(tp: Any) -> type[BaseModel] | None:
+    """The model of ``X | None``: a top-level part that is off when absent gets its section."""
+    members = union_members(tp)
+    if len(members) == 2 and type(None) in members:
+        (model,) = (m for m in members if m is not type(None))
+        return model if is_model(model) else None
+    return None
+
+
 def _fields(model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
     """The keys a user writes (``exclude=True`` fields are set by the loader)."""
     for name, field in model.model_fields.items():
@@ -211,7 +220,7 @@ def config_reference() -> str:
 
     sections = []
     for name, field in _fields(Settings):
-        nested = _nested_model(field.annotation)
+        nested = _nested_model(field.annotation) or _optional_model(field.annotation)
         if nested is not None:
             sections.append(_section(f"`{name}`", field.description, rows(nested, f"{name}.")))
         for where, model, tagged in _collections(name, field.annotation):

@@ -9,7 +9,9 @@ process is bounded in time (``--max-seconds``) and stopped by the test.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -138,6 +140,34 @@ def outbox_rows(data_dir: Path) -> list[dict[str, Any]]:
         return [dict(r) for r in conn.execute("SELECT chat_id, status, text, plain, error FROM outbox")]
     finally:
         conn.close()
+
+
+def listening_tcp(pid: int) -> list[tuple[str, int]]:
+    """The TCP sockets process ``pid`` listens on, as (address, port), from /proc."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address, port = fields[1].split(":")
+                found.append((_proc_address(address), int(port, 16)))
+    return sorted(found)
+
+
+def _proc_address(hex_address: str) -> str:
+    raw = bytes.fromhex(hex_address)
+    # /proc/net/tcp* print each 32-bit word in host (little-endian) order.
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return str(ipaddress.ip_address(words))
 
 
 def log_failures(text: str) -> list[str]:

@@ -1,0 +1,82 @@
+"""``http:`` in talon.yaml: the one HTTP server, off when the key is absent."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from pydantic import Field, field_validator
+
+from gateway.model_types import StrictModel
+
+__all__ = ["DEFAULT_LISTEN", "HttpSettings", "is_loopback_host", "split_listen"]
+
+DEFAULT_LISTEN = "127.0.0.1:8787"
+
+
+def split_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> (host, port).
+
+    Raises:
+        ValueError: not of that shape, or the port is out of range.
+    """
+    host, sep, port = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(
+            f'listen must be "HOST:PORT" with a port 0-65535, e.g. "{DEFAULT_LISTEN}" '
+            f'(or "[::1]:8787" for IPv6); got {value!r}'
+        )
+    return host, int(port)
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class HttpSettings(StrictModel):
+    listen: str = Field(
+        DEFAULT_LISTEN,
+        description='HOST:PORT to listen on; loopback by default. Another address (e.g. "0.0.0.0:8787") '
+        "is used only when written here: put a TLS reverse proxy in front of it (docs/http.md)",
+    )
+    public_url: str | None = Field(
+        None,
+        description="the URL users and senders reach this server at (the reverse proxy's https:// URL); "
+        "null = http://<listen>",
+    )
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, le=64 * 1_048_576, description="request bodies above this are refused with 413"
+    )
+
+    @field_validator("listen")
+    @classmethod
+    def _listen_shape(cls, value: str) -> str:
+        split_listen(value)
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_shape(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(
+                f"public_url must be an http:// or https:// URL, e.g. https://talon.example.com; got {value!r}"
+            )
+        return value.rstrip("/") if value else value
+
+    @property
+    def host(self) -> str:
+        return split_listen(self.listen)[0]
+
+    @property
+    def port(self) -> int:
+        return split_listen(self.listen)[1]
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback_host(self.host)
