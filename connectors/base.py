@@ -191,11 +191,14 @@ class ConnectorHealth:
     since: float = field(default_factory=time.time)
     retry_at: float | None = None
     restartable: bool = False
+    reconnects: int = 0  # times the connection was lost and re-established (or tried) since start
 
     def set(
         self, state: str, detail: str = "", *, retry_at: float | None = None, restartable: bool = False
     ) -> None:
         if state != self.state or detail != self.detail:
+            if state == "reconnecting" and self.state != "reconnecting":
+                self.reconnects += 1
             self.state = state  # type: ignore[assignment]
             self.detail = detail
             self.since = time.time()

@@ -333,6 +333,8 @@ class Settings(_Strict):
         for ch in self.channels:
             for key in ("token", "bot_token", "app_token", "signing_secret", "webhook_secret"):
                 values.append(getattr(ch, key, None))
+        if self.http is not None:
+            values.append(self.http.metrics_token)
         return [v for v in values if v and len(v) >= 6 and v != "none"]
 
 

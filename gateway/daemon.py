@@ -264,7 +264,15 @@ def _http_server(settings: Settings, c: Components) -> HttpServer | None:
 
 def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
     """Every feature of the HTTP server, in the order their routes are added."""
+    from gateway.http.metrics import MetricsFeature
+
+    http = settings.http
+    assert http is not None
     features: list[HttpFeature] = []
+    if http.metrics:
+        features.append(
+            MetricsFeature(c.db, c.connectors, token=http.metrics_token, timezone=settings.timezone)
+        )
     return features
 
 

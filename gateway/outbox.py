@@ -19,6 +19,7 @@ from collections.abc import Callable
 from connectors.base import Connector, ErrorClass, OutboundChunk, OutboundFile, RenderedChunk, SendResult
 from connectors.streaming import editor_of
 from gateway.config import OutboxSettings
+from gateway.metrics import OUTBOX_SEND_SECONDS, OUTBOX_SENDS
 from gateway.outbox_spool import FileSpool
 from gateway.store.db import Database
 from gateway.store.outbox import (
@@ -136,12 +137,13 @@ class Outbox:
             # of the row's attempts on "not running", so a slow start could fail a reply.
             self._wake_later(row.thread_id, _NOT_UP_POLL)
             return None
+        started = time.perf_counter()
         if row.edit_of is not None:
             try:
                 replaced = await self._replace(row, connector)
             except Exception as exc:
                 return await self._connector_raised(row, exc)
-            return await self._settle(row, replaced)
+            return await self._settle(row, replaced, started)
         if not connector.idempotent_send:
             # Committed before the platform call: after a crash this row is never resent blindly.
             await self.db.run_transaction(mark_sending, row.id)
@@ -158,7 +160,7 @@ class Outbox:
                 result = await connector.send(OutboundChunk(row.id, row.key, chunk, row.reply_to))
         except Exception as exc:
             return await self._connector_raised(row, exc)
-        return await self._settle(row, result)
+        return await self._settle(row, result, started)
 
     async def _replace(self, row: OutboxRow, connector: Connector) -> SendResult:
         """A reply's first chunk replacing its streamed preview: an edit, which is idempotent
@@ -193,17 +195,24 @@ class Outbox:
             log.error("%s from send() (outbox row %s)", error, row.id, exc_info=exc)
         return await self._settle(row, SendResult.failed(ErrorClass.TRANSIENT, error))
 
-    async def _settle(self, row: OutboxRow, result: SendResult) -> OutboxRow | None:
+    async def _settle(
+        self, row: OutboxRow, result: SendResult, started: float | None = None
+    ) -> OutboxRow | None:
+        if started is not None:
+            OUTBOX_SEND_SECONDS.labels(row.channel).observe(time.perf_counter() - started)
         if result.ok:
+            OUTBOX_SENDS.labels(row.channel, "sent").inc()
             return await self._finish(row, "sent", platform_message_id=result.platform_message_id)
         elif result.error_class is ErrorClass.TRANSIENT and row.attempts + 1 < self.settings.max_attempts:
             delay = self._backoff(row.attempts, result.retry_after)
+            OUTBOX_SENDS.labels(row.channel, "retried").inc()
             log.info("send to %s failed (%s); retrying in %.1fs", row.channel, result.error, delay)
             await self.db.run_transaction(
                 retry_row, row.id, available_at=time.time() + delay, error=result.error
             )
             return await self.db.read(next_pending, row.thread_id)  # itself: its retry time
         status = "unknown" if result.error_class is ErrorClass.AMBIGUOUS else "failed"
+        OUTBOX_SENDS.labels(row.channel, status).inc()
         log.error("send to %s %s: %s", row.channel, status, result.error)
         return await self._finish(row, status, error=result.error)
 

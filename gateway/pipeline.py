@@ -35,6 +35,7 @@ from gateway.intake_albums import Albums
 from gateway.intake_documents import with_excerpts
 from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
+from gateway.metrics import INTAKE_EVENTS
 from gateway.store.db import Database
 from gateway.store.messages import add_message, messages_with_staged_files, record_event, set_attachments
 from gateway.store.queue import enqueue_message, take_deferred_along
@@ -148,8 +149,10 @@ class Pipeline:
         if row is None:
             if event.attachments:
                 await self._drop_redelivered_files(event)
+            INTAKE_EVENTS.labels(event.channel, IntakeStatus.DUPLICATE.value).inc()
             return IntakeResult(IntakeStatus.DUPLICATE)
         thread_id, message_id, staged = row
+        INTAKE_EVENTS.labels(event.channel, status.value).inc()
         if staged is not None and persona is not None:
             try:
                 await self._place(message_id, thread_id, persona, staged)

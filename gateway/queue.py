@@ -30,6 +30,7 @@ from typing import Any
 from gateway.backoff import Backoff
 from gateway.config import QueueSettings
 from gateway.errors import TransientError
+from gateway.metrics import TURN_SECONDS, TURNS
 from gateway.runtime.model import ProviderError
 from gateway.store.db import Database
 from gateway.store.queue import (
@@ -113,6 +114,7 @@ class TurnQueue:
         self._stop_next: set[int] = set()  # /stop arrived while the thread's turn was starting
         self._crashes: dict[int, int] = {}  # a thread's failed leases in a row
         self._bugs: dict[int, str] = {}  # first item id -> the internal error its last attempt hit
+        self._persona_labels: dict[int, str] = {}  # thread -> the persona its running turn answers as
 
     # ------------------------------------------------------------ lifecycle
 
@@ -268,17 +270,29 @@ class TurnQueue:
         return await self.db.run_transaction(lease)
 
     async def _run(self, batch: Batch, begun: Any) -> None:
+        self._persona_labels[batch.thread_id] = _persona_of(begun)
+        try:
+            await self._run_turn(batch, begun)
+        finally:
+            self._persona_labels.pop(batch.thread_id, None)
+
+    async def _run_turn(self, batch: Batch, begun: Any) -> None:
         bug_before = self._bugs.pop(batch.items[0].id, None)
         if batch.thread_id in self._stop_next:
             self._stop_next.discard(batch.thread_id)
             await self._stopped(batch)
             return
+        started = time.perf_counter()
         try:
             self._in_turn.add(batch.thread_id)
             try:
                 await self.handler.run(batch, begun)
             finally:
                 self._in_turn.discard(batch.thread_id)  # from here on /stop waits for the next turn
+                TURN_SECONDS.labels(self._persona_labels[batch.thread_id]).observe(
+                    time.perf_counter() - started
+                )
+            TURNS.labels(self._persona_labels[batch.thread_id], "completed").inc()
         except asyncio.CancelledError as exc:
             if self._stopping and exc.args != ("stop",):
                 await self._release(batch)
@@ -304,6 +318,7 @@ class TurnQueue:
                 await self._bug(batch, exc, bug_before)
 
     async def _stopped(self, batch: Batch) -> None:
+        TURNS.labels(self._persona_labels.get(batch.thread_id, ""), "canceled").inc()
         await self._end(batch, "canceled", "stopped by /stop")
         await self.handler.gave_up(batch, "stopped by /stop", canceled=True)
 
@@ -337,6 +352,7 @@ class TurnQueue:
                 delay,
                 error,
             )
+            TURNS.labels(self._persona_labels.get(batch.thread_id, ""), "retried").inc()
             await self._release(batch, delay=delay, error=error)
             if self._on_retry is not None:
                 try:
@@ -346,6 +362,7 @@ class TurnQueue:
             self._notify_at(batch.thread_id, delay)
             return
         log.error("turn on thread %s failed for good, dead-lettered: %s", batch.thread_id, error)
+        TURNS.labels(self._persona_labels.get(batch.thread_id, ""), "dead").inc()
         await self._end(batch, "dead", error)
         await self.handler.gave_up(batch, error, canceled=False, failure=failure)
 
@@ -357,6 +374,12 @@ class TurnQueue:
 
     async def _end(self, batch: Batch, status: str, error: str) -> None:
         await self.db.run_transaction(end_items, batch.ids, status, error, time.time())
+
+
+def _persona_of(begun: Any) -> str:
+    """The persona a turn runs as, when the handler's start says (a label; never an id)."""
+    persona = getattr(begun, "persona", None)
+    return str(getattr(persona, "name", "") or "")
 
 
 def _retry_policy(batch: Batch, settings: QueueSettings) -> tuple[int, Backoff]:

@@ -27,6 +27,7 @@ from gateway.interactions.clock import turn_deadline
 from gateway.live_reply import LiveReply, Preview, open_live_reply, settle_stale, stale_preview_of
 from gateway.logs import run_id_var, thread_id_var
 from gateway.memory_scopes import hot_memory_section, memory_keys
+from gateway.metrics import TOKENS, TURN_COST
 from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, enqueue_files, next_pending
 from gateway.personas import Persona
 from gateway.poster import ChannelPoster
@@ -57,6 +58,7 @@ from gateway.subagents.summarize import Summarizer, context_start
 from gateway.tracing import RunTrace
 from gateway.turn_notices import STOPPED, failure_notice
 from gateway.turn_seams import NoTurnTools, ScheduleResults, TurnHooks, TurnTools
+from gateway.usage import cost_of
 from gateway.voice.service import Voice
 from gateway.workspaces import thread_workspace
 
@@ -77,6 +79,16 @@ class TurnStart:
     sender_id: str | None = None  # the one sender the batch's messages are from, if one
     senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
     resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
+
+
+def _count_spend(settings: Settings, persona: Persona, result: TurnResult) -> None:
+    """A committed turn's tokens and cost in the metrics, under the model that answered."""
+    model = result.model or persona.model_ref
+    TOKENS.labels(persona.name, model, "input").inc(result.usage.input_tokens)
+    TOKENS.labels(persona.name, model, "output").inc(result.usage.output_tokens)
+    cost = cost_of(result.usage, settings.prices.get(model))
+    if cost:
+        TURN_COST.labels(persona.name, model).inc(cost)
 
 
 class TurnRunner(TurnHandler):
@@ -447,10 +459,12 @@ class TurnRunner(TurnHandler):
             return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
 
         try:
-            return await self.db.run_transaction(commit)
+            committed = await self.db.run_transaction(commit)
         except BaseException:
             await self.outbox.spool.discard([f.path for f in spoken])
             raise
+        _count_spend(self.settings, persona, result)
+        return committed
 
     async def _announce(
         self,

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.errors import RefusedError
 from gateway.findings import delivery_block
 from gateway.labels import Decision, check, may_list, tool_prefixes
+from gateway.metrics import TOOL_CALLS
 from gateway.runtime.agent import tool_result_images, tool_result_text
 from gateway.runtime.model import ImageBlock
 from tools.arguments import ArgumentChecker
@@ -486,6 +487,9 @@ class Bridge:
         status: str | None = None,
         detail: str | None = None,
     ) -> None:
+        # A name the model made up is not a label value: it would grow the series without bound.
+        known = tool if tool in self._by_name else "(unknown)"
+        TOOL_CALLS.labels(known, decision, status or "").inc()
         self.audit.record(
             AuditEntry(
                 identity.run_id,

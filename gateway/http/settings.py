@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -54,6 +55,12 @@ class HttpSettings(StrictModel):
         1_048_576, ge=1024, le=64 * 1_048_576, description="request bodies above this are refused with 413"
     )
 
+    metrics: bool = Field(True, description="serve Prometheus metrics at /metrics")
+    metrics_token: str | None = Field(
+        None,
+        description='a bearer token /metrics requires (write it as "${TALON_METRICS_TOKEN}"); null = none',
+    )
+
     @field_validator("listen")
     @classmethod
     def _listen_shape(cls, value: str) -> str:
@@ -68,6 +75,11 @@ class HttpSettings(StrictModel):
                 f"public_url must be an http:// or https:// URL, e.g. https://talon.example.com; got {value!r}"
             )
         return value.rstrip("/") if value else value
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
 
     @property
     def host(self) -> str:

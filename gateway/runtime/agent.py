@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from gateway.metrics import MODEL_CALLS, MODEL_SECONDS
 from gateway.runtime.checkpoints import Checkpoint, Suspended
 from gateway.runtime.model import (
     ChatMessage,
@@ -139,6 +140,8 @@ async def _model_call(
     try:
         response = await provider.complete(request, on_text)
     except Exception as exc:  # the failed call is in the trace too, then the turn fails as before
+        MODEL_CALLS.labels(request.model, "error").inc()
+        MODEL_SECONDS.labels(request.model).observe(time.perf_counter() - started)
         trace.model_call(
             model=request.model,
             usage=Usage(),
@@ -148,6 +151,8 @@ async def _model_call(
             error_class=type(exc).__name__,
         )
         raise
+    MODEL_CALLS.labels(response.model or request.model, "ok").inc()
+    MODEL_SECONDS.labels(response.model or request.model).observe(time.perf_counter() - started)
     trace.model_call(
         model=response.model or request.model,
         usage=response.usage,
