@@ -265,8 +265,54 @@ class DiscordChannel(_ChatChannel):
     pacing: PacingSettings = Field(PacingSettings(), description="outbound pacing; all limits off by default")
 
 
+class WebSite(_Strict):
+    """One site that may embed the web chat widget: its token and the origins it is served from."""
+
+    token: str = Field(
+        min_length=16,
+        description='the site\'s widget token (write it as "${TALON_WEB_SITE_TOKEN}"); at least 16 characters',
+    )
+    origins: list[str] = Field(
+        min_length=1,
+        description="origins the widget runs on, scheme://host[:port] exactly as browsers send them, "
+        'e.g. ["https://www.example.com"]',
+    )
+
+    @field_validator("origins")
+    @classmethod
+    def _origin_shape(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            scheme, sep, rest = origin.partition("://")
+            if scheme not in ("http", "https") or not sep or not rest or "/" in rest:
+                raise ValueError(
+                    f"{origin!r} is not an origin: write scheme://host[:port] with no path, "
+                    "e.g. https://www.example.com"
+                )
+        return value
+
+
+class WebChannel(_ChatChannel):
+    type: Literal["web"] = Field(
+        description="the web chat page and embeddable widget, served by the HTTP server (docs/platforms/web.md)"
+    )
+    sites: list[WebSite] = Field(
+        [], description="sites whose pages may run the chat widget; each visitor is one chat"
+    )
+    max_upload_bytes: int = Field(
+        50_000_000, ge=1, description="largest file channel_send may attach (downloaded from the chat page)"
+    )
+    max_files_per_message: int = Field(10, ge=0, le=50, description="files one message may carry")
+    max_streams_per_visitor: int = Field(
+        5, ge=1, le=100, description="event streams (open chat tabs) one visitor may hold at once"
+    )
+    cookie_days: int = Field(
+        365, ge=1, le=3650, description="days a visitor keeps their chat (signed cookie)"
+    )
+
+
 ChannelSettings = Annotated[
-    ConsoleChannel | TelegramChannel | SlackChannel | DiscordChannel, Field(discriminator="type")
+    ConsoleChannel | TelegramChannel | SlackChannel | DiscordChannel | WebChannel,
+    Field(discriminator="type"),
 ]
 
 # The environment variable a user is told to set when a secret is empty.

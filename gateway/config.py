@@ -34,6 +34,8 @@ from gateway.channel_settings import (
     SlackChannel,
     TelegramChannel,
     TypingInterval,
+    WebChannel,
+    WebSite,
 )
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.errors import ConfigError
@@ -72,6 +74,8 @@ __all__ = [
     "SubagentSettings",
     "TelegramChannel",
     "TypingInterval",
+    "WebChannel",
+    "WebSite",
     "embedded_defaults_in_use",
     "env_origins",
     "load_env",
@@ -333,6 +337,7 @@ class Settings(_Strict):
         for ch in self.channels:
             for key in ("token", "bot_token", "app_token", "signing_secret", "webhook_secret"):
                 values.append(getattr(ch, key, None))
+            values.extend(site.token for site in getattr(ch, "sites", ()))
         if self.http is not None:
             values.append(self.http.metrics_token)
         return [v for v in values if v and len(v) >= 6 and v != "none"]
@@ -499,6 +504,17 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
                 f"channels[{i}]: Slack needs app_token (Socket Mode) or signing_secret (HTTP events); "
                 "set SLACK_APP_TOKEN in .env"
             )
+        if ctype == "web" and not isinstance(raw.get("http"), dict):
+            problems.append(
+                f"channels[{i}]: a web channel is served by the HTTP server; add "
+                'http: {listen: "127.0.0.1:8787"} (docs/platforms/web.md)'
+            )
+        for j, site in enumerate(ch.get("sites") or [] if ctype == "web" else []):
+            if isinstance(site, dict) and "token" in site and not site["token"]:
+                problems.append(
+                    f"channels[{i}].sites[{j}].token: empty; set the variable it names in .env "
+                    "(a random string of at least 16 characters, e.g. from `openssl rand -hex 24`)"
+                )
     operator = raw.get("operator") if isinstance(raw.get("operator"), dict) else {}
     if operator.get("channel") is not None and operator["channel"] not in names:
         guess = did_you_mean(str(operator["channel"]), [str(n) for n in names])

@@ -85,6 +85,10 @@ def build_connector(settings: ChannelSettings, files_dir: Path, db: Database) ->
         from connectors.slack import SlackConnector
 
         return SlackConnector(settings, files_dir=files_dir)
+    if settings.type == "web":
+        from connectors.web import WebConnector
+
+        return WebConnector(settings, files_dir=files_dir, db=db, data_path=files_dir.parent)
     from connectors.discord_bot import DiscordConnector
 
     return DiscordConnector(settings, files_dir=files_dir)
