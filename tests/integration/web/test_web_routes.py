@@ -17,7 +17,6 @@ from aiohttp.test_utils import TestServer
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus, OutboundChunk, OutboundFile
 from connectors.web import WebConnector
-from connectors.web.routes import COOKIE
 from gateway.config import WebChannel, WebSite
 from gateway.store.db import Database, open_database
 
@@ -41,9 +40,13 @@ class Env:
         async with s.post(self.url("api/hello"), headers={"Origin": origin, "X-Talon-Site": token}) as r:
             return r.status
 
-    async def post(self, s: aiohttp.ClientSession, event_id: str, text: str, **kw: Any) -> aiohttp.ClientResponse:
+    async def post(
+        self, s: aiohttp.ClientSession, event_id: str, text: str, **kw: Any
+    ) -> aiohttp.ClientResponse:
         headers = {"Origin": ORIGIN, "X-Talon-Site": TOKEN, **kw.pop("headers", {})}
-        async with s.post(self.url("api/messages"), json={"event_id": event_id, "text": text}, headers=headers) as r:
+        async with s.post(
+            self.url("api/messages"), json={"event_id": event_id, "text": text}, headers=headers
+        ) as r:
             await r.read()
             return r
 
@@ -181,5 +184,5 @@ async def test_an_upload_over_the_cap_is_skipped_with_a_note(env: Env) -> None:
             assert r.status == 200
     (event,) = env.events
     assert [a.name for a in event.attachments] == ["notes.txt"]
-    assert Path(event.attachments[0].path).read_bytes() == b"small file"
+    assert await asyncio.to_thread(Path(event.attachments[0].path).read_bytes) == b"small file"
     assert "big.bin skipped" in event.text
