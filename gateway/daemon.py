@@ -73,7 +73,9 @@ log = logging.getLogger("talon.daemon")
 CHANNEL_STOP_TIMEOUT = 10.0  # seconds one channel may take to disconnect at shutdown
 
 
-def build_connector(settings: ChannelSettings, files_dir: Path, db: Database) -> Connector:
+def build_connector(
+    settings: ChannelSettings, files_dir: Path, db: Database, public_url: str | None = None
+) -> Connector:
     """Import only the platform libraries that are configured: start-up stays fast."""
     if settings.type == "console":
         return ConsoleConnector(settings.name, db)
@@ -88,7 +90,9 @@ def build_connector(settings: ChannelSettings, files_dir: Path, db: Database) ->
     if settings.type == "web":
         from connectors.web import WebConnector
 
-        return WebConnector(settings, files_dir=files_dir, db=db, data_path=files_dir.parent)
+        return WebConnector(
+            settings, files_dir=files_dir, db=db, data_path=files_dir.parent, public_url=public_url
+        )
     from connectors.discord_bot import DiscordConnector
 
     return DiscordConnector(settings, files_dir=files_dir)
@@ -144,7 +148,8 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         if settings.subagents.summarize
         else None
     )
-    connectors = {ch.name: build_connector(ch, files, db) for ch in settings.channels}
+    public_url = settings.http.public_url if settings.http is not None else None
+    connectors = {ch.name: build_connector(ch, files, db, public_url) for ch in settings.channels}
     outbox = Outbox(db, connectors, settings.outbox)
     poster = ChannelPoster(db=db, settings=settings, connectors=connectors, outbox=outbox, bindings=bindings)
     persona_mcp = _persona_mcp(settings, personas)
@@ -268,6 +273,7 @@ def _http_server(settings: Settings, c: Components) -> HttpServer | None:
 
 def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
     """Every feature of the HTTP server, in the order their routes are added."""
+    from gateway.http.features import HttpFeature
     from gateway.http.metrics import MetricsFeature
 
     http = settings.http
@@ -277,6 +283,8 @@ def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
         features.append(
             MetricsFeature(c.db, c.connectors, token=http.metrics_token, timezone=settings.timezone)
         )
+    # A channel served over HTTP (type: web) is a feature too: it adds its own routes.
+    features += [ch for ch in c.connectors.values() if isinstance(ch, HttpFeature)]
     return features
 
 

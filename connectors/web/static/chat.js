@@ -124,9 +124,15 @@
     }
 
     async function hello() {
-      const response = await fetch(base + "api/hello", {
-        method: "POST", credentials: "include", headers: { "X-Talon-Site": token },
-      });
+      let response;
+      try {
+        response = await fetch(base + "api/hello", {
+          method: "POST", credentials: "include", headers: { "X-Talon-Site": token },
+        });
+      } catch (exc) {
+        // A refused origin gets no CORS headers, so the page cannot read why.
+        throw new Error("cannot reach the chat, or this site may not use it");
+      }
       if (!response.ok) {
         const body = await response.json().catch(() => ({}));
         throw new Error(body.error || "the chat refused this page (" + response.status + ")");
