@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
@@ -34,9 +34,39 @@ from gateway.inbound_files import inbox_name
 from gateway.store.web_chat import WebMessage
 
 if TYPE_CHECKING:
-    from connectors.web.connector import WebConnector
+    from connectors.base import IntakeResult
+    from connectors.web.access import SiteAccess, Visitors
+    from gateway.config import WebChannel
 
-__all__ = ["COOKIE", "install_routes", "message_json"]
+
+class WebChat(Protocol):
+    """What the routes use of the channel (:class:`connectors.web.connector.WebConnector`)."""
+
+    name: str
+    settings: WebChannel
+    sites: SiteAccess
+    files_dir: Path
+    secure_cookie: bool
+
+    @property
+    def visitors(self) -> Visitors: ...
+
+    async def submit(
+        self, visitor: str, event_id: str, text: str, attachments: tuple[Attachment, ...] = ()
+    ) -> IntakeResult: ...
+
+    async def changes(self, visitor: str, after: int, limit: int) -> list[WebMessage]: ...
+
+    async def message(self, message_id: int) -> WebMessage | None: ...
+
+    def open_stream(self, visitor: str, queue: asyncio.Queue[dict[str, Any]]) -> bool: ...
+
+    def close_stream(self, visitor: str, queue: asyncio.Queue[dict[str, Any]]) -> None: ...
+
+    def end_streams(self) -> None: ...
+
+
+__all__ = ["COOKIE", "WebChat", "install_routes", "message_json"]
 
 log = logging.getLogger("talon.connectors.web")
 
@@ -54,7 +84,7 @@ class Refused(Exception):
         self.status = status
 
 
-def install_routes(app: web.Application, c: WebConnector) -> None:
+def install_routes(app: web.Application, c: WebChat) -> None:
     base = f"/chat/{c.name}"
     routes = app.router
     routes.add_get(base, partial(_redirect, base + "/"))
@@ -87,7 +117,7 @@ async def _static(name: str, content_type: str, request: web.Request) -> web.Res
 # ---------------------------------------------------------------- access
 
 
-def _cors(c: WebConnector, request: web.Request, response: web.StreamResponse) -> None:
+def _cors(c: WebChat, request: web.Request, response: web.StreamResponse) -> None:
     origin = request.headers.get("Origin")
     if origin is not None and c.sites.origin_allowed(origin):
         response.headers["Access-Control-Allow-Origin"] = origin
@@ -95,7 +125,7 @@ def _cors(c: WebConnector, request: web.Request, response: web.StreamResponse) -
         response.headers["Vary"] = "Origin"
 
 
-async def _preflight(c: WebConnector, request: web.Request) -> web.Response:
+async def _preflight(c: WebChat, request: web.Request) -> web.Response:
     origin = request.headers.get("Origin")
     if origin is None or not c.sites.origin_allowed(origin):
         return _error(403, "this origin may not use the chat")
@@ -107,7 +137,7 @@ async def _preflight(c: WebConnector, request: web.Request) -> web.Response:
     return response
 
 
-async def _guarded(c: WebConnector, handler: Any, request: web.Request) -> web.StreamResponse:
+async def _guarded(c: WebChat, handler: Any, request: web.Request) -> web.StreamResponse:
     """The origin check for every API route; refusals as JSON, with CORS headers when allowed."""
     try:
         if not c.sites.origin_allowed(request.headers.get("Origin")):
@@ -124,12 +154,12 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-def _site(c: WebConnector, request: web.Request) -> None:
+def _site(c: WebChat, request: web.Request) -> None:
     if not c.sites.site_for(request.headers.get("X-Talon-Site"), request.headers.get("Origin")):
         raise Refused(403, "unknown site token for this origin")
 
 
-def _visitor(c: WebConnector, request: web.Request) -> str:
+def _visitor(c: WebChat, request: web.Request) -> str:
     visitor = c.visitors.visitor_of(request.cookies.get(COOKIE))
     if visitor is None:
         raise Refused(401, "no chat yet: open it with /api/hello")
@@ -139,7 +169,7 @@ def _visitor(c: WebConnector, request: web.Request) -> str:
 # ---------------------------------------------------------------- hello
 
 
-async def _hello(c: WebConnector, request: web.Request) -> web.Response:
+async def _hello(c: WebChat, request: web.Request) -> web.Response:
     _site(c, request)
     visitor = c.visitors.visitor_of(request.cookies.get(COOKIE))
     response = web.json_response(
@@ -168,7 +198,7 @@ class _Post:
     notes: list[str] | None = None
 
 
-async def _messages(c: WebConnector, request: web.Request) -> web.Response:
+async def _messages(c: WebChat, request: web.Request) -> web.Response:
     _site(c, request)
     visitor = _visitor(c, request)
     if request.content_type == "multipart/form-data":
@@ -212,7 +242,7 @@ async def _read_json(request: web.Request) -> _Post:
     return _Post(event_id=_event_id(body.get("event_id")), text=_text(body.get("text", "")))
 
 
-async def _read_multipart(c: WebConnector, request: web.Request, visitor: str) -> _Post:
+async def _read_multipart(c: WebChat, request: web.Request, visitor: str) -> _Post:
     """Fields in order: ``event_id`` first (it names the files, so a retry overwrites its own),
     then ``text`` and ``file`` parts; each file is kept up to the channel's size cap."""
     post = _Post(attachments=[], notes=[])
@@ -289,7 +319,7 @@ async def _save(part: BodyPartReader, dest: Path, cap: int) -> int | None:
 # ---------------------------------------------------------------- the event stream
 
 
-def message_json(c: WebConnector, m: WebMessage) -> dict[str, Any]:
+def message_json(c: WebChat, m: WebMessage) -> dict[str, Any]:
     found: dict[str, Any] = {
         "id": m.id,
         "seq": m.seq,
@@ -310,7 +340,7 @@ def _resume_point(request: web.Request) -> int:
     return max((int(v) for v in values if v.isdigit() and len(v) < 19), default=0)
 
 
-async def _events(c: WebConnector, request: web.Request) -> web.StreamResponse:
+async def _events(c: WebChat, request: web.Request) -> web.StreamResponse:
     visitor = _visitor(c, request)
     after = _resume_point(request)
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=256)
@@ -350,7 +380,7 @@ async def _events(c: WebConnector, request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _send_changes(c: WebConnector, response: web.StreamResponse, visitor: str, after: int) -> int:
+async def _send_changes(c: WebChat, response: web.StreamResponse, visitor: str, after: int) -> int:
     """Write every change after ``after``; returns the last seq written."""
     while True:
         changes = await c.changes(visitor, after, BATCH)
@@ -365,7 +395,7 @@ async def _send_changes(c: WebConnector, response: web.StreamResponse, visitor: 
 # ---------------------------------------------------------------- files
 
 
-async def _file(c: WebConnector, request: web.Request) -> web.StreamResponse:
+async def _file(c: WebChat, request: web.Request) -> web.StreamResponse:
     visitor = _visitor(c, request)
     raw = request.match_info["id"]
     m = await c.message(int(raw)) if raw.isdigit() and len(raw) < 19 else None

@@ -28,8 +28,9 @@ def test_the_annotated_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None
         "DISCORD_BOT_TOKEN",
     ):
         monkeypatch.setenv(var, "x" * 12)
+    monkeypatch.setenv("TALON_WEB_SITE_TOKEN", "w" * 24)
     settings = load_settings(ROOT / "deploy" / "talon.example.yaml")
-    assert [c.type for c in settings.channels] == ["console", "telegram", "slack", "discord"]
+    assert [c.type for c in settings.channels] == ["console", "telegram", "slack", "discord", "web"]
 
 
 def test_env_file_and_environment_substitution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,8 @@ from connectors.console import ConsoleConnector
 from connectors.discord_bot import DiscordConnector
 from connectors.slack import SlackConnector
 from connectors.telegram import TelegramConnector
-from gateway.config import DiscordChannel, SlackChannel, TelegramChannel
+from connectors.web import WebConnector
+from gateway.config import DiscordChannel, SlackChannel, TelegramChannel, WebChannel
 from gateway.store.db import Database
 
 BUILDERS: dict[str, Callable[[Path], Any]] = {
@@ -33,6 +34,12 @@ BUILDERS: dict[str, Callable[[Path], Any]] = {
     ),
     "discord": lambda files: DiscordConnector(
         DiscordChannel(name="team-discord", type="discord", token="contract-token"), files_dir=files
+    ),
+    "web": lambda files: WebConnector(
+        WebChannel(name="team-web", type="web"),
+        files_dir=files,
+        db=cast(Database, None),
+        data_path=files,
     ),
 }
 
@@ -63,9 +70,9 @@ def test_connector_satisfies_the_contract(kind: str, tmp_path: Path) -> None:
         assert list(inspect.signature(actual).parameters) == wanted, f"{kind}.{name}"
 
 
-def test_only_the_console_resends_after_a_crash(tmp_path: Path) -> None:
+def test_only_the_gateways_own_channels_resend_after_a_crash(tmp_path: Path) -> None:
     idempotent = {kind: build(tmp_path).idempotent_send for kind, build in BUILDERS.items()}
-    assert idempotent == {"console": True, "telegram": False, "slack": False, "discord": False}
+    assert idempotent == {"console": True, "telegram": False, "slack": False, "discord": False, "web": True}
 
 
 def test_upload_limits_are_the_platforms_unless_configured(tmp_path: Path) -> None:
@@ -75,6 +82,7 @@ def test_upload_limits_are_the_platforms_unless_configured(tmp_path: Path) -> No
         "telegram": 50_000_000,
         "slack": 1_000_000_000,
         "discord": 10_000_000,
+        "web": 50_000_000,
     }
     custom = DiscordChannel(name="team-discord", type="discord", token="t", max_upload_bytes=25_000_000)
     assert DiscordConnector(custom, files_dir=tmp_path).max_file_bytes == 25_000_000

@@ -162,6 +162,6 @@ def test_the_example_loads_and_binds_only_personas_talon_init_creates(
     write_scaffold(tmp_path)
     shutil.copy(EXAMPLE, tmp_path / "talon.yaml")
     settings = load_settings(tmp_path / "talon.yaml")
-    assert [c.type for c in settings.channels] == ["console", "telegram", "slack", "discord"]
+    assert [c.type for c in settings.channels] == ["console", "telegram", "slack", "discord", "web"]
     personas = load_personas(settings)  # raises naming any binding whose persona is missing
     assert {b.persona for b in settings.bindings} <= set(personas)
