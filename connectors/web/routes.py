@@ -78,7 +78,7 @@ _EVENT_ID = re.compile(r"^[A-Za-z0-9_-]{8,80}$")
 _READ = 64 * 1024
 
 
-class Refused(Exception):
+class _Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
@@ -141,9 +141,9 @@ async def _guarded(c: WebChat, handler: Any, request: web.Request) -> web.Stream
     """The origin check for every API route; refusals as JSON, with CORS headers when allowed."""
     try:
         if not c.sites.origin_allowed(request.headers.get("Origin")):
-            raise Refused(403, "this origin may not use the chat")
+            raise _Refused(403, "this origin may not use the chat")
         response: web.StreamResponse = await handler(c, request)
-    except Refused as exc:
+    except _Refused as exc:
         response = _error(exc.status, str(exc))
     if not response.prepared:
         _cors(c, request, response)
@@ -156,13 +156,13 @@ def _error(status: int, message: str) -> web.Response:
 
 def _site(c: WebChat, request: web.Request) -> None:
     if not c.sites.site_for(request.headers.get("X-Talon-Site"), request.headers.get("Origin")):
-        raise Refused(403, "unknown site token for this origin")
+        raise _Refused(403, "unknown site token for this origin")
 
 
 def _visitor(c: WebChat, request: web.Request) -> str:
     visitor = c.visitors.visitor_of(request.cookies.get(COOKIE))
     if visitor is None:
-        raise Refused(401, "no chat yet: open it with /api/hello")
+        raise _Refused(401, "no chat yet: open it with /api/hello")
     return visitor
 
 
@@ -210,25 +210,25 @@ async def _messages(c: WebChat, request: web.Request) -> web.Response:
         text = "\n".join([text, *post.notes]).strip()
     attachments = tuple(post.attachments or ())
     if not text.strip() and not attachments:
-        raise Refused(400, "empty message: write something or attach a file")
+        raise _Refused(400, "empty message: write something or attach a file")
     try:
         result = await c.submit(visitor, post.event_id, text, attachments)
     except (RuntimeError, TransientError):
-        raise Refused(503, "the chat is restarting; try again in a moment") from None
+        raise _Refused(503, "the chat is restarting; try again in a moment") from None
     return web.json_response({"status": str(result.status), "reply": result.reply})
 
 
 def _event_id(value: Any) -> str:
     if not isinstance(value, str) or not _EVENT_ID.match(value):
-        raise Refused(400, "event_id must be 8-80 letters, digits, - or _ (the page makes one per message)")
+        raise _Refused(400, "event_id must be 8-80 letters, digits, - or _ (the page makes one per message)")
     return value
 
 
 def _text(value: Any) -> str:
     if not isinstance(value, str):
-        raise Refused(400, "text must be a string")
+        raise _Refused(400, "text must be a string")
     if len(value) > MAX_TEXT:
-        raise Refused(413, f"the message is longer than {MAX_TEXT} characters")
+        raise _Refused(413, f"the message is longer than {MAX_TEXT} characters")
     return value
 
 
@@ -236,9 +236,9 @@ async def _read_json(request: web.Request) -> _Post:
     try:
         body = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
-        raise Refused(400, "the body must be JSON: {event_id, text}") from None
+        raise _Refused(400, "the body must be JSON: {event_id, text}") from None
     if not isinstance(body, dict):
-        raise Refused(400, "the body must be a JSON object: {event_id, text}")
+        raise _Refused(400, "the body must be a JSON object: {event_id, text}")
     return _Post(event_id=_event_id(body.get("event_id")), text=_text(body.get("text", "")))
 
 
@@ -254,20 +254,20 @@ async def _read_multipart(c: WebChat, request: web.Request, visitor: str) -> _Po
         if part is None:
             break
         if not isinstance(part, BodyPartReader):
-            raise Refused(400, "nested multipart bodies are not accepted")
+            raise _Refused(400, "nested multipart bodies are not accepted")
         if part.name == "event_id":
             post.event_id = _event_id((await part.read(decode=True))[:200].decode("utf-8", "replace"))
         elif part.name == "text":
             raw = await _read_capped(part, MAX_TEXT * 4)
             if raw is None:
-                raise Refused(413, f"the message is longer than {MAX_TEXT} characters")
+                raise _Refused(413, f"the message is longer than {MAX_TEXT} characters")
             post.text = _text(raw.decode("utf-8", "replace"))
         elif part.name == "file":
             if not post.event_id:
-                raise Refused(400, "event_id must come before the files")
+                raise _Refused(400, "event_id must come before the files")
             files += 1
             if files > c.settings.max_files_per_message:
-                raise Refused(413, f"at most {c.settings.max_files_per_message} files per message")
+                raise _Refused(413, f"at most {c.settings.max_files_per_message} files per message")
             name = inbox_name(part.filename or "file")
             dest = folder / f"{post.event_id}_{files}_{name}"
             size = await _save(part, dest, c.settings.max_attachment_bytes)
@@ -283,7 +283,7 @@ async def _read_multipart(c: WebChat, request: web.Request, visitor: str) -> _Po
         else:
             await part.release()
     if not post.event_id:
-        raise Refused(400, "event_id is missing")
+        raise _Refused(400, "event_id is missing")
     return post
 
 
@@ -345,7 +345,7 @@ async def _events(c: WebChat, request: web.Request) -> web.StreamResponse:
     after = _resume_point(request)
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=256)
     if not c.open_stream(visitor, queue):
-        raise Refused(429, f"at most {c.settings.max_streams_per_visitor} chat tabs at once")
+        raise _Refused(429, f"at most {c.settings.max_streams_per_visitor} chat tabs at once")
     try:
         response = web.StreamResponse(
             headers={
@@ -401,10 +401,10 @@ async def _file(c: WebChat, request: web.Request) -> web.StreamResponse:
     m = await c.message(int(raw)) if raw.isdigit() and len(raw) < 19 else None
     # Another visitor's file is "not found" too: nothing says it exists.
     if m is None or m.chat_id != visitor or m.format != "file" or m.deleted or not m.file_path:
-        raise Refused(404, "no such file in this chat")
+        raise _Refused(404, "no such file in this chat")
     path = Path(m.file_path)
     if not await asyncio.to_thread(path.is_file):
-        raise Refused(404, "the file is no longer kept")
+        raise _Refused(404, "the file is no longer kept")
     name = m.file_name or "file"
     return web.FileResponse(
         path,

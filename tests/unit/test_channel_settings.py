@@ -20,6 +20,7 @@ def test_every_channel_type_has_the_base_keys() -> None:
         "TelegramChannel",
         "SlackChannel",
         "DiscordChannel",
+        "WebChannel",
     }
     for model in CHANNEL_TYPES:
         assert issubclass(model, ChannelBase)

@@ -107,6 +107,7 @@ CONTROL_FLOW = {
     "connectors.slack.inbound.SkipEvent": "the event yields no InboundEvent; the connector drops it",
     "connectors.slack.files._Skipped": "one attachment is left out of the event",
     "tools.workspace.egress_proxy._Refused": "the shell's egress proxy answers the connection with it",
+    "connectors.web.routes._Refused": "a web chat route answers the request with its status and message",
 }
 
 
