@@ -21,6 +21,12 @@ class BrowserSettings(StrictModel):
         "auto",
         description="Chromium's own sandbox; auto = on, except as root, where Chromium cannot start it",
     )
+    keep_warm: bool = Field(
+        True,
+        description="start Chromium in the background when the daemon starts (if a persona holds "
+        "browser.use) and keep one blank tab ready for the next thread's first browser_open; "
+        "false = start it at the first browser call",
+    )
     idle_timeout_seconds: float = Field(
         300.0,
         gt=0,

@@ -59,7 +59,7 @@ from gateway.turns import TurnRunner
 from gateway.usage_report import usage_answer
 from gateway.voice.service import Voice
 from gateway.watchdog import SystemdNotifier
-from tools.browser.manager import close_browser
+from tools.browser.manager import close_browser, warm_browser
 from tools.schedules.shell_runner import ShellScheduleRunner
 
 if TYPE_CHECKING:
@@ -358,6 +358,8 @@ class Gateway:
         # Import the SDKs the personas use now, off the loop, so the first turn doesn't wait.
         used = {p.provider for p in self.personas.values()}
         self._warm_up = [asyncio.create_task(c.providers[name].warm_up()) for name in used]
+        # Chromium and a spare tab, so a thread's first browser_open does not start them.
+        self._warm_up.append(asyncio.create_task(warm_browser(self.settings, self.personas)))
         log.info(
             "talon ready: %d channels, %d personas, data in %s",
             len(c.connectors),
@@ -366,7 +368,7 @@ class Gateway:
         )
 
     async def warmed_up(self) -> None:
-        """Returns when the model SDKs the personas use are imported."""
+        """Returns when the model SDKs the personas use are imported (and Chromium is up)."""
         await asyncio.gather(*self._warm_up, return_exceptions=True)
 
     # ------------------------------------------------------------ stop

@@ -30,6 +30,8 @@ from tools.base import ToolError
 from tools.ssrf import EgressPolicy, IPAddress, normalize_host
 
 if TYPE_CHECKING:
+    from gateway.config import Settings
+    from gateway.personas import Persona
     from tools.base import ToolContext
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "egress_policy",
     "exchange",
     "fetch",
+    "persona_policy",
     "request",
     "vetted_addresses",
 ]
@@ -316,10 +319,13 @@ def describe_failure(exc: aiohttp.ClientError) -> str:
 
 def egress_policy(ctx: ToolContext) -> EgressPolicy:
     """Where the calling persona may go: net_http's allowlists of talon.yaml and persona.yaml."""
-    settings = ctx.settings.net_http
-    return EgressPolicy.build(
-        [*settings.allowed_domains, *ctx.persona.allowed_domains], settings.allowed_private_hosts
-    )
+    return persona_policy(ctx.settings, ctx.persona)
+
+
+def persona_policy(settings: Settings, persona: Persona) -> EgressPolicy:
+    """Where ``persona`` may go under ``settings`` (see :func:`egress_policy`)."""
+    net = settings.net_http
+    return EgressPolicy.build([*net.allowed_domains, *persona.allowed_domains], net.allowed_private_hosts)
 
 
 async def fetch(method: str, url: URL, policy: EgressPolicy, cap: int) -> dict[str, Any]:

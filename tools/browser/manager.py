@@ -1,10 +1,14 @@
-"""The daemon's one Chromium: started at the first browser call, one context per thread.
+"""The daemon's one Chromium: started with the daemon, one context per thread.
 
 :func:`manager_for` gives the :class:`BrowserManager` of a daemon (one per data directory);
-the daemon closes it at stop (:func:`close_browser`). The manager
+the daemon starts it in the background (:func:`warm_browser`) and closes it at stop
+(:func:`close_browser`). The manager
 
-- starts Playwright's driver and Chromium lazily, with an environment of their own (no bot
-  tokens or API keys: :func:`tools.browser.chromium.chromium_environment`);
+- starts Playwright's driver and Chromium (at the daemon's start with ``browser.keep_warm``,
+  else at the first call), with an environment of their own (no bot tokens or API keys:
+  :func:`tools.browser.chromium.chromium_environment`);
+- keeps one spare tab (a fresh context on ``about:blank``) for the next thread's first
+  ``browser_open``, made again in the background when a thread takes it;
 - gives each (persona, thread) a session (:class:`tools.browser.session.BrowserSession`)
   whose context sends every request through the guard (:mod:`tools.browser.guard`);
 - closes a session unused for ``browser.idle_timeout_seconds``;
@@ -20,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,13 +39,16 @@ from tools.browser.chromium import (
 )
 from tools.browser.guard import RequestGuard
 from tools.browser.session import BrowserSession, SessionKey
-from tools.egress import Resolve
+from tools.egress import Resolve, persona_policy
 from tools.ssrf import EgressPolicy
 
 if TYPE_CHECKING:
-    from gateway.config import Settings
+    from collections.abc import Mapping
 
-__all__ = ["BrowserManager", "close_browser", "manager_for"]
+    from gateway.config import Settings
+    from gateway.personas import Persona
+
+__all__ = ["BrowserManager", "close_browser", "manager_for", "warm_browser"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +65,18 @@ def manager_for(settings: Settings) -> BrowserManager:
     if manager is None:
         manager = _MANAGERS[key] = BrowserManager(settings)
     return manager
+
+
+async def warm_browser(settings: Settings, personas: Mapping[str, Persona]) -> None:
+    """Start the daemon's Chromium and its spare tab ahead of the first browser call.
+
+    Does nothing without ``browser.keep_warm``, without a persona holding ``browser.use``, or
+    where no Chromium is available. The spare is made under the first such persona's policy.
+    """
+    users = [p for _, p in sorted(personas.items()) if "browser.use" in p.capabilities]
+    if not settings.browser.keep_warm or not users or browser_problem(settings.browser) is not None:
+        return
+    await manager_for(settings).warm_up(persona_policy(settings, users[0]))
 
 
 async def close_browser(data_path: Path) -> None:
@@ -82,6 +102,8 @@ class BrowserManager:
         self._playwright: Any = None
         self._browser: Any = None
         self._reaper: asyncio.Task[None] | None = None
+        self._spare: _Spare | None = None
+        self._spare_task: asyncio.Task[None] | None = None
         self.launches = 0
 
     @property
@@ -108,13 +130,51 @@ class BrowserManager:
         return session
 
     async def session(self, key: SessionKey, policy: EgressPolicy) -> BrowserSession:
-        """The session of ``key``, made when there is none (the browser started when needed)."""
+        """The session of ``key``, made when there is none (the browser started when needed).
+
+        A new session takes the spare tab when it was made under the same policy, and a new
+        spare is made in the background; otherwise it gets a context of its own.
+        """
         session = self._sessions.get(key)
         if session is not None:
             session.touch()
             return session
-        await self._make_room(pages=1)
-        browser = await self._ensure_browser()
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.policy != policy:
+            await spare.close()
+            spare = None
+        try:
+            await self._make_room(pages=1)
+        except BaseException:
+            if spare is not None:
+                await spare.close()
+            raise
+        if spare is not None:
+            guard, context, page = spare.guard, spare.context, spare.page
+        else:
+            browser = await self._ensure_browser()
+            guard, context = await self._new_context(browser, policy)
+            page = None
+        persona, thread_id = key
+        session = BrowserSession(
+            key,
+            context,
+            guard,
+            thread_workspace(self.settings, persona, thread_id),
+            self.config.max_download_bytes,
+        )
+        if page is not None and not page.is_closed():
+            session.watch(page)
+            session.page = page
+        context.on("page", lambda page: self._on_page(session, page))
+        self._sessions[key] = session
+        self._ended.pop(key, None)
+        self._start_reaper()
+        self.refill_spare(policy)
+        return session
+
+    async def _new_context(self, browser: Any, policy: EgressPolicy) -> tuple[RequestGuard, Any]:
+        """A context whose every request goes through a new guard under ``policy``."""
         guard = RequestGuard(policy, self.resolve)
         proxy = await guard.start_proxy()
         try:
@@ -126,33 +186,73 @@ class BrowserManager:
                 locale="en-US",
                 timezone_id="UTC",
             )
+
+            # Closures, not bound methods: Playwright keeps bookkeeping attributes on the handler.
+            async def on_route(route: Any) -> None:
+                await guard.on_route(route)
+
+            async def on_web_socket(ws: Any) -> None:
+                await guard.on_web_socket(ws)
+
+            await context.route("**/*", on_route)
+            await context.route_web_socket("**/*", on_web_socket)
+            context.set_default_timeout(DEFAULT_ACTION_TIMEOUT_MS)
         except BaseException:
             await guard.close()
             raise
-        persona, thread_id = key
-        session = BrowserSession(
-            key,
-            context,
-            guard,
-            thread_workspace(self.settings, persona, thread_id),
-            self.config.max_download_bytes,
+        return guard, context
+
+    # ------------------------------------------------------------ the spare tab
+
+    def refill_spare(self, policy: EgressPolicy) -> None:
+        """Make a spare tab under ``policy`` in the background, when there is room for one.
+
+        Opening a tab starts a renderer process, most of a first ``browser_open``'s time; a
+        spare (a fresh context on ``about:blank``, nothing loaded, nothing shared) saves it.
+        """
+        if not self.config.keep_warm or self._spare is not None:
+            return
+        if self._spare_task is not None and not self._spare_task.done():
+            return
+        self._spare_task = asyncio.get_running_loop().create_task(self._make_spare(policy))
+
+    async def _make_spare(self, policy: EgressPolicy) -> None:
+        try:
+            browser = await self._ensure_browser()
+            if not self._room_for_spare():
+                return
+            guard, context = await self._new_context(browser, policy)
+            try:
+                page = await context.new_page()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await context.close()
+                await guard.close()
+                raise
+            spare = _Spare(policy, guard, context, page)
+            if self._spare is not None or not self._room_for_spare() or not browser.is_connected():
+                await spare.close()
+                return
+            self._spare = spare
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the next browser_open makes its own context and says why
+            log.info("no spare browser tab: %s", str(exc).splitlines()[0][:200] if str(exc) else exc)
+
+    def _room_for_spare(self) -> bool:
+        return (
+            len(self._sessions) < self.config.max_contexts
+            and self.open_pages() < self.config.max_pages
         )
 
-        # Closures, not bound methods: Playwright keeps bookkeeping attributes on the handler.
-        async def on_route(route: Any) -> None:
-            await guard.on_route(route)
-
-        async def on_web_socket(ws: Any) -> None:
-            await guard.on_web_socket(ws)
-
-        await context.route("**/*", on_route)
-        await context.route_web_socket("**/*", on_web_socket)
-        context.set_default_timeout(DEFAULT_ACTION_TIMEOUT_MS)
-        context.on("page", lambda page: self._on_page(session, page))
-        self._sessions[key] = session
-        self._ended.pop(key, None)
-        self._start_reaper()
-        return session
+    async def warm_up(self, policy: EgressPolicy) -> None:
+        """Start Chromium and make a spare tab under ``policy`` (the daemon's start, off the path)."""
+        self.refill_spare(policy)
+        if self._spare_task is not None:
+            await asyncio.gather(self._spare_task, return_exceptions=True)
+        else:
+            with contextlib.suppress(ToolError):
+                await self._ensure_browser()
 
     async def new_page(self, session: BrowserSession) -> Any:
         """Give ``session`` its tab (the one later calls act on)."""
@@ -175,7 +275,9 @@ class BrowserManager:
         session.page = page
 
     def open_pages(self) -> int:
-        return sum(len(s.context.pages) for s in self._sessions.values())
+        """Tabs open in the sessions and the spare."""
+        spare = len(self._spare.context.pages) if self._spare is not None else 0
+        return spare + sum(len(s.context.pages) for s in self._sessions.values())
 
     async def close_session(self, key: SessionKey, why: str | None = None) -> bool:
         """Close ``key``'s session; whether there was one."""
@@ -196,6 +298,10 @@ class BrowserManager:
             over_pages = self.open_pages() + pages > self.config.max_pages
             if not over_contexts and not over_pages:
                 return
+            if self._spare is not None:
+                spare, self._spare = self._spare, None
+                await spare.close()
+                continue
             idle = [s for s in self._sessions.values() if s.key != keep and not s.lock.locked()]
             if not idle:
                 what = "sessions" if over_contexts else "tabs"
@@ -267,6 +373,9 @@ class BrowserManager:
     def _lost(self) -> None:
         """Chromium went away (crashed, killed): its sessions are gone with it."""
         self._browser = None
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            asyncio.get_running_loop().create_task(spare.guard.close())
         for key in list(self._sessions):
             self._ended[key] = "ended when Chromium stopped"
             session = self._sessions.pop(key)
@@ -274,10 +383,14 @@ class BrowserManager:
 
     async def close(self) -> None:
         """Close every session, Chromium and the driver."""
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
+        for task in (self._reaper, self._spare_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            await spare.close()
         for key in list(self._sessions):
             await self.close_session(key)
         browser, self._browser = self._browser, None
@@ -288,6 +401,21 @@ class BrowserManager:
         if playwright is not None:
             with contextlib.suppress(Exception):
                 await playwright.stop()
+
+
+@dataclass(slots=True)
+class _Spare:
+    """A context and its blank tab made ahead of need, for the next thread under ``policy``."""
+
+    policy: EgressPolicy
+    guard: RequestGuard
+    context: Any
+    page: Any
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.context.close()
+        await self.guard.close()
 
 
 def _confine_driver_environment() -> None:
