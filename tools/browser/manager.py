@@ -140,7 +140,7 @@ class BrowserManager:
             session.touch()
             return session
         spare, self._spare = self._spare, None
-        if spare is not None and spare.policy != policy:
+        if spare is not None and spare.made_for != self._made_for(policy):
             await spare.close()
             spare = None
         try:
@@ -229,7 +229,7 @@ class BrowserManager:
                     await context.close()
                 await guard.close()
                 raise
-            spare = _Spare(policy, guard, context, page)
+            spare = _Spare(self._made_for(policy), guard, context, page)
             if self._spare is not None or not self._room_for_spare() or not browser.is_connected():
                 await spare.close()
                 return
@@ -238,6 +238,10 @@ class BrowserManager:
             raise
         except Exception as exc:  # the next browser_open makes its own context and says why
             log.info("no spare browser tab: %s", str(exc).splitlines()[0][:200] if str(exc) else exc)
+
+    def _made_for(self, policy: EgressPolicy) -> tuple[Any, ...]:
+        """What a context is made under: a spare made otherwise is not used."""
+        return (policy, self.config.viewport_width, self.config.viewport_height)
 
     def _room_for_spare(self) -> bool:
         return (
@@ -316,7 +320,7 @@ class BrowserManager:
     # ------------------------------------------------------------ idle sessions
 
     def _start_reaper(self) -> None:
-        if self._reaper is None or self._reaper.done():
+        if self._reaper is None or self._reaper.done() or self._reaper.cancelling():
             self._reaper = asyncio.get_running_loop().create_task(self._reap())
 
     async def _reap(self) -> None:
@@ -405,9 +409,9 @@ class BrowserManager:
 
 @dataclass(slots=True)
 class _Spare:
-    """A context and its blank tab made ahead of need, for the next thread under ``policy``."""
+    """A context and its blank tab made ahead of need, for the next thread it fits."""
 
-    policy: EgressPolicy
+    made_for: tuple[Any, ...]  # the policy and settings it was made under
     guard: RequestGuard
     context: Any
     page: Any

@@ -17,8 +17,9 @@ import pytest
 from tests.integration.browser.conftest import BrowserEnv, make_shared
 from tools.base import ToolContext, ToolError
 from tools.browser.chromium import find_chromium
-from tools.browser.manager import close_browser
+from tools.browser.manager import close_browser, warm_browser
 from tools.browser.render import render_html
+from tools.ssrf import EgressPolicy
 
 pytestmark = [
     pytest.mark.skipif(find_chromium(None) is None, reason="no Chromium installed"),
@@ -264,6 +265,7 @@ async def test_without_the_label_the_tools_are_not_listed_and_a_direct_call_is_r
         result = await state.env.bridge.call(identity, "browser_open", {"url": "http://127.0.0.1:9/"})
         assert result.is_error and result.refused
         assert "browser_open needs the capability 'browser.use'" in result.content
+        await warm_browser(state.env.settings, state.env.personas)  # the daemon's start
         assert state.manager.launches == 0
     finally:
         await close_browser(state.env.settings.data_path)
@@ -296,3 +298,33 @@ async def test_render_html_renders_through_the_same_guard(browser_env: BrowserEn
         await render_html(ctx, browser_env.pages.url("/redirect-out"))
     assert "metadata.test resolves to 169.254.169.254" in str(refused.value)
     assert not browser_env.manager._sessions  # the render's own context is gone
+
+
+async def wait_for_spare(browser_env: BrowserEnv, other_than: object = None) -> object:
+    for _ in range(200):
+        spare = browser_env.manager._spare
+        if spare is not None and spare.context is not other_than:
+            return spare.context
+        await asyncio.sleep(0.05)
+    raise AssertionError("no spare tab was made")
+
+
+async def test_a_threads_first_open_takes_the_spare_tab_and_another_is_made(browser_env: BrowserEnv) -> None:
+    await warm_browser(browser_env.env.settings, browser_env.env.personas)
+    spare = await wait_for_spare(browser_env)
+    opened = await browser_env.ok("browser_open", {"url": browser_env.pages.url("/")})
+    assert opened["title"] == "Counter"
+    session = browser_env.manager._sessions[("assistant", browser_env.identity.thread_id)]
+    assert session.context is spare and len(spare.pages) == 1
+    assert await wait_for_spare(browser_env, other_than=spare) is not spare
+
+
+async def test_a_spare_made_under_another_policy_is_not_used(browser_env: BrowserEnv) -> None:
+    await warm_browser(browser_env.env.settings, browser_env.env.personas)
+    spare = await wait_for_spare(browser_env)
+    narrower = EgressPolicy.build(["docs.example.test"], [])
+    session = await browser_env.manager.session(("assistant", browser_env.identity.thread_id), narrower)
+    assert session.context is not spare and session.guard.policy == narrower
+    assert not spare.pages  # the unfitting spare was closed, not kept beside the new context
+    opened = await browser_env.error("browser_open", {"url": browser_env.pages.url("/")})
+    assert "127.0.0.1" in opened
