@@ -244,10 +244,7 @@ class BrowserManager:
         return (policy, self.config.viewport_width, self.config.viewport_height)
 
     def _room_for_spare(self) -> bool:
-        return (
-            len(self._sessions) < self.config.max_contexts
-            and self.open_pages() < self.config.max_pages
-        )
+        return len(self._sessions) < self.config.max_contexts and self.open_pages() < self.config.max_pages
 
     async def warm_up(self, policy: EgressPolicy) -> None:
         """Start Chromium and make a spare tab under ``policy`` (the daemon's start, off the path)."""
