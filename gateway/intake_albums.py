@@ -10,19 +10,23 @@ In a group, the caption that addresses the bot is on one photo only; the album's
 photos, which would be stored for context alone, are answered with it once one of its
 messages was accepted.
 
-The first arrival of each album is kept in memory for :data:`FORGET_AFTER` seconds. A restart
-forgets it: a message of the album redelivered after the restart is due a window after it
-arrives again, so it may be answered in a turn of its own after the others. That only splits
-an album cut by a crash; nothing is lost or answered twice.
+The first arrival of each album is kept in memory for :data:`FORGET_AFTER` seconds. Each
+message also records its album, so a crash in the middle of an album does not split it: at
+start the album's pending messages are held for :data:`RESTART_HOLD` seconds (:meth:`Albums.resume`;
+the channels connect and the platform redelivers what was not acknowledged in that time), and
+the rest of the album arriving meanwhile joins them; a message of an album
+whose turn already ended is stored for context, not answered in a turn of its own
+(the pipeline asks the store, :func:`gateway.store.messages.album_progress`).
 """
 
 from __future__ import annotations
 
 from gateway.intake_rate import Pace
 
-__all__ = ["ALBUM_WINDOW", "FORGET_AFTER", "Albums"]
+__all__ = ["ALBUM_WINDOW", "FORGET_AFTER", "RESTART_HOLD", "Albums"]
 
 ALBUM_WINDOW = 1.5
+RESTART_HOLD = 10.0
 FORGET_AFTER = 120.0
 _Key = tuple[str, str, str]
 
@@ -30,10 +34,12 @@ _Key = tuple[str, str, str]
 class Albums:
     """The albums seen lately: when each began and whether one of its messages was accepted."""
 
-    def __init__(self, window: float = ALBUM_WINDOW) -> None:
+    def __init__(self, window: float = ALBUM_WINDOW, restart_hold: float = RESTART_HOLD) -> None:
         self.window = window
+        self.restart_hold = restart_hold
         self._first: dict[_Key, float] = {}
         self._accepted: set[_Key] = set()
+        self._seen: dict[_Key, float] = {}
 
     def pace(self, key: _Key, pace: Pace, now: float) -> Pace:
         """``pace`` of an accepted album message, deferred to the album's common due time."""
@@ -43,12 +49,30 @@ class Albums:
         due = max(pace.available_at, first + self.window)
         return Pace(due, deferred=True, catch_up=pace.catch_up, reason=pace.reason if pace.deferred else None)
 
+    def resume(self, key: _Key, now: float) -> float:
+        """An album whose messages were pending at start: the rest of it joins them; returns
+        when they are due."""
+        self._first[key] = now + self.restart_hold - self.window
+        self._accepted.add(key)
+        return now + self.restart_hold
+
+    def known(self, key: _Key, now: float) -> bool:
+        """Whether a message of the album arrived lately (since the start)."""
+        self._forget(now)
+        return key in self._first or key in self._seen
+
     def answered(self, key: _Key, now: float) -> bool:
         """Whether an earlier message of the album was accepted (so this one joins its turn)."""
         self._forget(now)
         return key in self._accepted
 
+    def seen(self, key: _Key, now: float) -> None:
+        """A message of the album arrived (accepted or not)."""
+        self._seen.setdefault(key, now)
+
     def _forget(self, now: float) -> None:
+        for k in [k for k, t in self._seen.items() if now - t > FORGET_AFTER]:
+            del self._seen[k]
         old = [k for k, t in self._first.items() if now - t > FORGET_AFTER]
         for k in old:
             del self._first[k]

@@ -37,8 +37,14 @@ from gateway.intake_limits import IntakeLimits
 from gateway.intake_rate import PROMPT, Pace
 from gateway.metrics import INTAKE_EVENTS
 from gateway.store.db import Database
-from gateway.store.messages import add_message, messages_with_staged_files, record_event, set_attachments
-from gateway.store.queue import enqueue_message, take_deferred_along
+from gateway.store.messages import (
+    add_message,
+    album_progress,
+    messages_with_staged_files,
+    record_event,
+    set_attachments,
+)
+from gateway.store.queue import defer_open_albums, enqueue_message, take_deferred_along
 from gateway.store.threads import upsert_thread
 from gateway.workspaces import thread_folder
 
@@ -136,7 +142,21 @@ class Pipeline:
         if persona is not None and event.attachments:
             await asyncio.to_thread(inbound_files.sync_staged, [a.path for a in event.attachments])
         album = (event.channel, key.chat_id, event.album) if event.album else None
-        joins = album is not None and not command and self._albums.answered(album, time.time())
+        joins = False
+        if album is not None and not command:
+            joins = self._albums.answered(album, time.time())
+            if not joins and not self._albums.known(album, time.time()):
+                progress = await self.db.read(album_progress, *album)
+                joins = progress == "open"
+                if progress == "answered" and status is IntakeStatus.ACCEPTED:
+                    # Redelivered after a restart, the rest of the album already answered:
+                    # stored for context, not answered a second time on its own.
+                    status = IntakeStatus.STORED
+                    log.info(
+                        "a late photo of an answered album is stored without a turn",
+                        extra={"chat": key.chat_id},
+                    )
+            self._albums.seen(album, time.time())
         if joins and status is IntakeStatus.STORED:
             status = IntakeStatus.ACCEPTED  # a photo of an album whose caption addressed the bot
         pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
@@ -174,14 +194,29 @@ class Pipeline:
         return IntakeResult(status, thread_id, message_id)
 
     async def recover(self) -> int:
-        """Finish moving the files of messages committed before a stop or crash (call at
-        start, before turns run); returns how many messages had some."""
+        """Finish moving the files of messages committed before a stop or crash, and hold
+        albums cut by it for their redelivered rest (call at start, before turns run);
+        returns how many messages had files to move."""
+        await self._recover_albums()
         pending = await self.db.read(messages_with_staged_files)
         for item in pending:
             await self._place(item.message_id, item.thread_id, item.persona, json.loads(item.attachments))
         if pending:
             log.info("moved the inbound files of %d messages into their workspaces", len(pending))
         return len(pending)
+
+    async def _recover_albums(self) -> None:
+        now = time.time()
+        until = now + self._albums.restart_hold
+        albums = await self.db.run_transaction(partial(defer_open_albums, until=until, now=now))
+        for thread_id, channel, chat_id, album in albums:
+            self._wake_at(thread_id, self._albums.resume((channel, chat_id, album), now))
+        if albums:
+            log.info(
+                "%d albums cut by the last stop wait %.0f s for the rest of their photos",
+                len(albums),
+                self._albums.restart_hold,
+            )
 
     async def _drop_redelivered_files(self, event: InboundEvent) -> None:
         """Remove what a redelivered event downloaded again, unless the first delivery's
@@ -275,6 +310,7 @@ def _commit_event(
         reply_to=event.reply_to,
         attachments=attachments,
         event_id=event.event_id,
+        album=event.album,
     )
     staged = None
     if attachments is not None and persona is not None:

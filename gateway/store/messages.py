@@ -17,6 +17,7 @@ __all__ = [
     "PendingFiles",
     "Role",
     "add_message",
+    "album_progress",
     "messages_after",
     "messages_with_staged_files",
     "newest_messages",
@@ -56,6 +57,7 @@ def add_message(
     attachments: str | None = None,
     event_id: str | None = None,
     sort_key: float | None = None,
+    album: str | None = None,
 ) -> int:
     """Store one message; returns its id.
 
@@ -66,8 +68,8 @@ def add_message(
     """
     (message_id,) = conn.execute(
         "INSERT INTO messages (thread_id, role, sender_id, sender_name, text, persona, run_id, "
-        "platform_message_id, reply_to, attachments, event_id, sort_key, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "platform_message_id, reply_to, attachments, event_id, sort_key, created_at, album) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             thread_id,
             role,
@@ -82,9 +84,28 @@ def add_message(
             event_id,
             sort_key,
             created_at,
+            album,
         ),
     ).fetchone()
     return int(message_id)
+
+
+def album_progress(conn: sqlite3.Connection, channel: str, chat_id: str, album: str) -> str | None:
+    """How far the earlier messages of ``album`` in a chat got: ``"open"`` while one of them
+    waits for or is in its turn, ``"answered"`` when their turn ended, ``None`` when none of
+    them was queued (none arrived, or they were stored for context only)."""
+    statuses = {
+        row[0]
+        for row in conn.execute(
+            "SELECT q.status FROM messages m JOIN threads t ON t.id = m.thread_id "
+            "JOIN queue_items q ON q.message_id = m.id "
+            "WHERE m.album = ? AND t.channel = ? AND t.chat_id = ?",
+            (album, channel, chat_id),
+        )
+    }
+    if not statuses:
+        return None
+    return "open" if statuses & {"pending", "leased"} else "answered"
 
 
 def platform_message_id(conn: sqlite3.Connection, message_id: int) -> str | None:

@@ -25,6 +25,7 @@ __all__ = [
     "complete_items",
     "count_by_status",
     "dead_letters",
+    "defer_open_albums",
     "drop_dead_letter",
     "end_items",
     "enqueue_message",
@@ -103,6 +104,26 @@ def enqueue_task(
         (thread_id, kind, json.dumps(payload, ensure_ascii=False), now, now, now),
     ).fetchone()
     return int(item_id)
+
+
+def defer_open_albums(conn: sqlite3.Connection, until: float, now: float) -> list[tuple[int, str, str, str]]:
+    """Make the pending messages of albums due no earlier than ``until`` (at start, so that
+    the rest of an album cut by a crash, redelivered by the platform, joins their turn).
+
+    Returns (thread_id, channel, chat_id, album) of each such album.
+    """
+    rows = conn.execute(
+        "SELECT q.id, t.id, t.channel, t.chat_id, m.album FROM queue_items q "
+        "JOIN messages m ON m.id = q.message_id JOIN threads t ON t.id = q.thread_id "
+        "WHERE q.status = 'pending' AND q.kind = 'message' AND m.album IS NOT NULL"
+    ).fetchall()
+    ids = [r[0] for r in rows]
+    if ids:
+        conn.execute(
+            f"UPDATE queue_items SET available_at = MAX(available_at, ?), updated_at = ? WHERE id IN ({_marks(ids)})",
+            (until, now, *ids),
+        )
+    return sorted({(r[1], r[2], r[3], r[4]) for r in rows})
 
 
 def take_deferred_along(conn: sqlite3.Connection, thread_id: int, now: float) -> None:

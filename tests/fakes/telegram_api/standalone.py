@@ -10,7 +10,8 @@ anything is recorded, as Telegram refuses them: half with 429 flood control (``r
 502 Bad Gateway. ``--fail-first N`` answers the first N Bot API calls of any method with 502, as
 a server that is still coming up does. The test drives the fake over HTTP under ``/_fake/``:
 
-- ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?, "voice_b64"?}]}``
+- ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?, "voice_b64"?, "photo_b64"?,
+  "media_group_id"?}]}``
   queues incoming messages; answers ``{"update_ids": [...]}``.
 - ``GET /_fake/sent`` answers ``{"<chat_id>": ["text", ...]}``: every delivered message.
 - ``GET /_fake/messages`` answers ``{"<chat_id>": [{"message_id", "text", "edits", "versions",
@@ -91,6 +92,8 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
                 user_id=int(m["user_id"]),
                 chat_type=str(m.get("chat_type", "private")),
                 voice=base64.b64decode(m["voice_b64"]) if "voice_b64" in m else None,
+                photo=base64.b64decode(m["photo_b64"]) if "photo_b64" in m else None,
+                media_group_id=m.get("media_group_id"),
             )
             for m in body["messages"]
         ]
