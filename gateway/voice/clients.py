@@ -4,10 +4,14 @@ and which transcription and speech settings apply in a channel."""
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 from gateway.config import Settings
-from gateway.voice.audio_api import AudioClient
+from gateway.lazy_import import import_off_loop
 from gateway.voice_settings import SpeechSettings, TranscriptionSettings
+
+if TYPE_CHECKING:
+    from gateway.voice.audio_api import AudioClient
 
 __all__ = ["AudioClients", "speech_for", "transcription_for"]
 
@@ -29,11 +33,17 @@ class AudioClients:
         self._settings = settings
         self._clients: dict[str, AudioClient] = {}
 
-    def get(self, provider: str) -> AudioClient:
-        """The client of ``provider`` (config validation made sure it is an openai-type one)."""
+    async def get(self, provider: str) -> AudioClient:
+        """The client of ``provider`` (config validation made sure it is an openai-type one).
+        The SDK is imported off the loop on first use: most daemons never hear a voice note."""
         client = self._clients.get(provider)
         if client is None:
-            client = self._clients[provider] = AudioClient(provider, self._settings.providers[provider])
+            module = await import_off_loop("gateway.voice.audio_api")
+            client = self._clients.get(provider)  # another call may have made it meanwhile
+            if client is None:
+                client = self._clients[provider] = module.AudioClient(
+                    provider, self._settings.providers[provider]
+                )
         return client
 
     async def close(self) -> None:

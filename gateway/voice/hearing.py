@@ -130,7 +130,7 @@ class Hearing:
         path = self._host_path(thread, str(entry["path"]))
         audio = await ready_for_transcription(path, str(entry.get("name") or path.name), settings)
         prepared = time.perf_counter()
-        client = self.clients.get(settings.provider)
+        client = await self.clients.get(settings.provider)
         text = await client.transcribe(
             audio.data,
             audio.filename,

@@ -66,9 +66,8 @@ class Speaking:
         if not speech.provider or not text:
             return None
         try:
-            audio = await self.clients.get(speech.provider).speak(
-                text, model=speech.model, voice=speech.voice, timeout=speech.timeout
-            )
+            client = await self.clients.get(speech.provider)
+            audio = await client.speak(text, model=speech.model, voice=speech.voice, timeout=speech.timeout)
             if not is_ogg_opus(audio):
                 audio = await to_ogg_opus(audio, limit=limit)
         except (ProviderError, AudioToolError) as exc:

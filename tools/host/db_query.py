@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gateway.lazy_import import import_off_loop
 from gateway.store.readonly import (
     MAX_COLUMNS,
     POOL_WAIT,
@@ -19,7 +20,7 @@ from gateway.store.readonly import (
     readonly_pool,
 )
 from tools.base import HostTool, ToolContext, ToolError
-from tools.host.sql_guard import (
+from tools.host.sql_rules import (
     ALLOWED_FUNCTIONS,
     ALLOWED_TABLES,
     DEFAULT_LIMIT,
@@ -27,7 +28,6 @@ from tools.host.sql_guard import (
     MAX_PATTERN_BYTES,
     MAX_VALUE_BYTES,
     SIZE_CHECK_FUNCTION,
-    prepare_query,
     search_argument_refusal,
 )
 
@@ -95,7 +95,9 @@ async def run_query(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     Raises:
         :class:`tools.base.ToolError`: The query was refused, failed or ran too long.
     """
-    prepared = prepare_query(
+    # The guard's SQL parser is imported on the first query, off the loop: few turns query.
+    guard = await import_off_loop("tools.host.sql_guard")
+    prepared = guard.prepare_query(
         args.get("sql"),
         args.get("params"),
         args.get("limit"),

@@ -13,11 +13,10 @@ import base64
 import binascii
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import aiohttp
-import openai
 from yarl import URL
 
 from gateway.config import ProviderSettings
@@ -25,6 +24,9 @@ from gateway.image_settings import ImageSettings
 from tools.base import ToolError
 from tools.egress import fetch
 from tools.ssrf import EgressPolicy
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["Picture", "call_images"]
 
@@ -43,6 +45,8 @@ async def call_images(
 ) -> Picture:
     """Generate (no ``references``) or edit (``(name, bytes)`` each); raises :class:`ToolError`
     with what to do when the endpoint fails or answers with no usable image."""
+    import openai  # here, not at module level: the SDK takes ~1 s to import and most daemons never draw
+
     client = openai.AsyncOpenAI(
         api_key=provider.api_key or "none",
         base_url=provider.base_url,

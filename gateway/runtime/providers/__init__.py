@@ -11,11 +11,11 @@ which the daemon calls right after it is ready). ``talon run`` is ready before t
 from __future__ import annotations
 
 import asyncio
-import importlib
 from typing import Any
 
 from gateway.backoff import Backoff
 from gateway.config import ProviderSettings
+from gateway.lazy_import import import_off_loop
 from gateway.runtime.model import ModelProvider, ModelRequest, ModelResponse, TextDelta
 from gateway.runtime.providers.retry import MODEL_CALL_BACKOFF
 
@@ -45,7 +45,7 @@ class LazyProvider:
         async with self._lock:
             if self._real is None:
                 module_name, class_name = _CLASSES[self.settings.type]
-                module = await asyncio.to_thread(importlib.import_module, module_name)
+                module = await import_off_loop(module_name)
                 self._real = getattr(module, class_name)(self.name, self.settings, **self._options)
             return self._real
 
