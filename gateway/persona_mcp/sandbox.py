@@ -19,8 +19,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp.client.stdio import get_default_environment
-
 from gateway.persona_mcp.settings import StdioServerSettings
 from gateway.sandbox import (
     DEFAULT_BWRAP,
@@ -137,9 +135,15 @@ def _resolve_command(settings: StdioServerSettings, workspace: Path, server: str
     return str(path)
 
 
+def _client_environment() -> dict[str, str]:
+    from mcp.client.stdio import get_default_environment  # the SDK only when a server starts
+
+    return get_default_environment()
+
+
 def _unconfined(command: str, args: list[str], env: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     """Run through ``env -u`` so the variables the MCP client adds on its own are removed."""
-    drop = sorted(set(get_default_environment()) - set(env))
+    drop = sorted(set(_client_environment()) - set(env))
     env_bin = shutil.which("env", path=SYSTEM_PATH)
     if not drop or env_bin is None:
         return command, tuple(args)
@@ -156,7 +160,7 @@ def _bwrap_args(
         cwd=str(cwd),
         network=settings.network,
         read_only_paths=(*roots, *settings.read_only_paths),
-        unset=unset_names(get_default_environment(), list(env)),
+        unset=unset_names(_client_environment(), list(env)),
     )
     return bwrap_arguments(spec)
 

@@ -17,7 +17,7 @@ from gateway.backoff import Backoff
 from gateway.config import ProviderSettings
 from gateway.lazy_import import import_off_loop
 from gateway.runtime.model import ModelProvider, ModelRequest, ModelResponse, TextDelta
-from gateway.runtime.providers.retry import MODEL_CALL_BACKOFF
+from gateway.runtime.providers.retry import MODEL_CALL_BACKOFF, missing_key_error
 
 __all__ = ["LazyProvider", "build_provider"]
 
@@ -25,6 +25,9 @@ _CLASSES = {
     "anthropic": ("gateway.runtime.providers.anthropic_provider", "AnthropicProvider"),
     "openai": ("gateway.runtime.providers.openai_provider", "OpenAIProvider"),
 }
+
+# Types whose client cannot be built without an API key (an OpenAI-compatible server may need none).
+_KEY_REQUIRED = frozenset({"anthropic"})
 
 
 class LazyProvider:
@@ -50,6 +53,8 @@ class LazyProvider:
             return self._real
 
     async def complete(self, request: ModelRequest, on_text: TextDelta | None = None) -> ModelResponse:
+        if self._real is None and self.settings.type in _KEY_REQUIRED and not self.settings.api_key:
+            raise missing_key_error(self.name, self.settings.type)  # as the SDK's class would, without it
         real = self._real or await self.warm_up()
         return await real.complete(request, on_text)
 

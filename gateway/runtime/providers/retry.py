@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gateway.backoff import Backoff
+from gateway.config import SECRET_HINTS
 from gateway.errors import TransientError
 from gateway.runtime.model import ProviderError
 
@@ -99,6 +100,14 @@ class StreamTracker:
 
     def __init__(self) -> None:
         self.started = False
+
+
+def missing_key_error(name: str, kind: str) -> ProviderError:
+    """The refusal of provider ``name`` (type ``kind``) whose settings hold no API key."""
+    var = SECRET_HINTS[(kind, "api_key")]
+    return ProviderError(
+        f"providers.{name}.api_key is empty; set {var} in .env or the environment", transient=False
+    )
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -20,14 +20,15 @@ import httpx2
 import pydantic
 
 from gateway.backoff import Backoff
-from gateway.config import SECRET_HINTS, ProviderSettings
-from gateway.runtime.model import ModelRequest, ModelResponse, ProviderError, TextDelta
+from gateway.config import ProviderSettings
+from gateway.runtime.model import ModelRequest, ModelResponse, TextDelta
 from gateway.runtime.providers.retry import (
     MODEL_CALL_BACKOFF,
     RetryableError,
     RetryPolicy,
     StreamTracker,
     malformed_response,
+    missing_key_error,
     run_with_retries,
 )
 
@@ -111,11 +112,7 @@ class StreamingProvider(ABC, Generic[ClientT]):
         """
         client = self._client
         if client is None:
-            var = SECRET_HINTS[(self.kind, "api_key")]
-            raise ProviderError(
-                f"providers.{self.name}.api_key is empty; set {var} in .env or the environment",
-                transient=False,
-            )
+            raise missing_key_error(self.name, self.kind)
         params = self._build_params(request)
         tracker = StreamTracker()
 
