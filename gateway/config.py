@@ -43,6 +43,7 @@ from gateway.http.settings import HttpSettings
 from gateway.image_settings import ImageSettings, image_problems
 from gateway.model_types import StrictModel
 from gateway.streaming_settings import StreamingMode
+from gateway.traces_settings import TracesSettings
 from gateway.usage_settings import OperatorSettings, Price, SpendBudgets
 from gateway.voice_settings import SpeechSettings, TranscriptionSettings, voice_problems
 from gateway.web_settings import WebSearchSettings
@@ -235,15 +236,6 @@ class NetHttpSettings(_Strict):
     max_response_bytes: int = Field(1_000_000, ge=1, description="response bodies are cut at this size")
 
 
-class TracesSettings(_Strict):
-    content: bool = Field(
-        False,
-        description="also store prompts, tool arguments, tool results and model text in run traces "
-        "(off: only names, sizes, timings, tokens and error classes)",
-    )
-    retention_days: float = Field(30.0, gt=0, description="run traces older than this are deleted")
-
-
 class Settings(_Strict):
     data_dir: Path = Field(Path("data"), description="database, sockets and downloaded files (kept mode 700)")
     personas_dir: Path = Field(Path("personas"), description="one folder per persona (docs/personas.md)")
@@ -288,7 +280,9 @@ class Settings(_Strict):
         DelegationSettings(), description="persona_send and background agents"
     )
     subagents: SubagentSettings = Field(SubagentSettings(), description="sub-agents and thread summarization")
-    traces: TracesSettings = Field(TracesSettings(), description="run traces (`talon runs`, self-inspection)")
+    traces: TracesSettings = Field(
+        TracesSettings(), description="run traces (`talon runs`, self-inspection) and OpenTelemetry spans"
+    )
     prices: dict[str, Price] = Field(
         {}, description="'<provider>:<model>' -> its price per million tokens; runs are priced when they end"
     )
@@ -340,6 +334,7 @@ class Settings(_Strict):
             values.extend(site.token for site in getattr(ch, "sites", ()))
         if self.http is not None:
             values.append(self.http.metrics_token)
+        values.extend(self.traces.headers.values())
         return [v for v in values if v and len(v) >= 6 and v != "none"]
 
 

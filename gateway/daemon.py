@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from connectors.base import Connector
 from connectors.console import ConsoleConnector
+from gateway import otel
 from gateway.channel_supervisor import ChannelSupervisor
 from gateway.children.service import Children
 from gateway.commands import ChatCommands
@@ -434,7 +435,12 @@ async def _stop_channel(connector: Connector) -> None:
 async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
     """``talon run``: start, serve until SIGINT/SIGTERM, stop in order. Returns the exit code."""
     gateway = Gateway(settings, personas)
-    await gateway.start()
+    otel.install(settings.traces)  # spans only when traces.otlp_endpoint is set
+    try:
+        await gateway.start()
+    except BaseException:
+        await otel.shutdown()
+        raise
     settled = asyncio.create_task(_settle_when_warm(gateway), name="settle-heap")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -456,6 +462,7 @@ async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
         finally:
             if pinging is not None:
                 pinging.cancel()
+            await otel.shutdown()  # the last spans, after the last sends
     log.info("stopped")
     return 0
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gateway import otel
 from gateway.config import Settings
 from gateway.errors import RefusedError
 from gateway.personas import Persona
@@ -87,6 +88,7 @@ class Delegation:
         if not message.strip():
             raise DelegationError("message is empty; say what the target persona should do")
         task_id = uuid.uuid4().hex[:16]
+        span_parent = otel.traceparent()  # the task's turns continue the caller's span
 
         def submit(conn: sqlite3.Connection) -> int:
             chain = [*tasks.task_chain(conn, caller_thread_id), caller]
@@ -101,7 +103,11 @@ class Delegation:
                     f"({' -> '.join(chain)}); answer with what you have"
                 )
             task = NewA2ATask(task_id, caller, caller_thread_id, target, message, chain, not await_reply)
-            return tasks.open_task(conn, task, limit=self.settings.max_active_per_target, now=time.time())
+            thread_id = tasks.open_task(
+                conn, task, limit=self.settings.max_active_per_target, now=time.time()
+            )
+            otel.keep(conn, "thread", thread_id, span_parent)
+            return thread_id
 
         done = self._done.setdefault(task_id, asyncio.Event())
         try:
@@ -204,9 +210,12 @@ class Delegation:
             timeout_seconds=minutes * 60,
         )
 
+        span_parent = otel.traceparent()  # the job's turns continue its starter's span, after a restart too
+
         def open_background(conn: sqlite3.Connection) -> int:
             limit = self.settings.background_concurrency
             thread_id = tasks.open_task(conn, task, limit=limit, now=time.time())
+            otel.keep(conn, "thread", thread_id, span_parent)
             if with_task is not None:
                 with_task(conn, task_id)
             return thread_id

@@ -7,9 +7,12 @@ connector then does not acknowledge them, so the platform delivers them again af
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import SpanKind
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus
+from gateway import otel
 from gateway.commands import ChatCommands, command_of
 from gateway.errors import TransientError
 from gateway.pipeline import Pipeline
@@ -47,6 +50,21 @@ class Intake:
     async def __call__(self, event: InboundEvent) -> IntakeResult:
         if not self._open:
             raise ShuttingDownError("the gateway is stopping")
+        if not otel.enabled():
+            return await self._take(event)
+        with otel.span("talon.intake", attributes=_event_attributes(event), kind=SpanKind.CONSUMER) as span:
+            result = await self._take(event)
+            otel.set_attributes(
+                span,
+                {
+                    "talon.outcome": result.status.value,
+                    "talon.thread_id": result.thread_id,
+                    "talon.message_id": result.message_id,
+                },
+            )
+            return result
+
+    async def _take(self, event: InboundEvent) -> IntakeResult:
         if self.interactions is not None and self.interactions.wants(event):
             answered = await self.interactions.take(event)
             if answered is not None:
@@ -60,3 +78,15 @@ class Intake:
                 reply = await self.commands.run(command, result, post=not event.native_command)
                 return replace(result, reply=reply)
         return result
+
+
+def _event_attributes(event: InboundEvent) -> dict[str, Any]:
+    """The intake span's attributes: ids and sizes; the text only with content on."""
+    return {
+        "talon.channel": event.channel,
+        "talon.event_id": event.event_id,
+        "talon.chat_type": event.chat_type,
+        "talon.text_bytes": len(event.text.encode("utf-8", "surrogatepass")),
+        "talon.attachments": len(event.attachments),
+        "talon.message.text": otel.content(event.text),
+    }

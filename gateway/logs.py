@@ -1,4 +1,5 @@
-"""Logging: text or one JSON object per line, with thread/run ids, secrets redacted."""
+"""Logging: text or one JSON object per line, with thread/run ids (and the OpenTelemetry
+trace id inside a span), secrets redacted."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import IO
 
+from gateway import otel
 from gateway.config import Settings
 
 thread_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("thread_id", default=None)
@@ -22,7 +24,7 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"mess
 
 
 class ContextFilter(logging.Filter):
-    """Adds the current thread and run ids, and masks every configured secret."""
+    """Adds the current thread and run ids (and trace id), and masks every configured secret."""
 
     def __init__(self, secrets: Iterable[str] = ()):
         super().__init__()
@@ -33,6 +35,8 @@ class ContextFilter(logging.Filter):
             record.thread_id = thread_id_var.get()
         if getattr(record, "run_id", None) is None:
             record.run_id = run_id_var.get()
+        if getattr(record, "trace_id", None) is None:
+            record.trace_id = otel.current_trace_id()
         if self.secrets:
             message = record.getMessage()
             masked = self.mask(message)
@@ -71,7 +75,7 @@ class TextFormatter(logging.Formatter):
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         ids = "".join(
             f" {k}={getattr(record, k)}"
-            for k in ("thread_id", "run_id")
+            for k in ("thread_id", "run_id", "trace_id")
             if getattr(record, k, None) is not None
         )
         line = f"{stamp} {record.levelname:<7} {record.name}{ids}: {record.getMessage()}"

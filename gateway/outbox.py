@@ -16,8 +16,11 @@ import sqlite3
 import time
 from collections.abc import Callable
 
+from opentelemetry.trace import SpanKind
+
 from connectors.base import Connector, ErrorClass, OutboundChunk, OutboundFile, RenderedChunk, SendResult
 from connectors.streaming import editor_of
+from gateway import otel
 from gateway.config import OutboxSettings
 from gateway.metrics import OUTBOX_SEND_SECONDS, OUTBOX_SENDS
 from gateway.outbox_spool import FileSpool
@@ -36,6 +39,7 @@ from gateway.store.outbox import (
     settle_interrupted,
     threads_with_pending,
 )
+from gateway.store.span_contexts import outbox_parent
 
 __all__ = ["Delivered", "Outbox", "ThreadAddress", "enqueue_chunks", "enqueue_files", "next_pending"]
 
@@ -110,7 +114,7 @@ class Outbox:
                 if wait > 0:
                     self._wake_later(thread_id, wait)
                     return
-                row = await self._send(row)
+                row = await self._send_traced(row) if otel.enabled() else await self._send(row)
         except Exception:
             log.exception("outbox sender for thread %s failed; will retry", thread_id)
             self._wake_later(thread_id, 1.0)
@@ -126,6 +130,26 @@ class Outbox:
     def _timer_fired(self, thread_id: int) -> None:
         self._timers.pop(thread_id, None)
         self.notify(thread_id)
+
+    async def _send_traced(self, row: OutboxRow) -> OutboxRow | None:
+        """:meth:`_send` in a ``talon.send`` span continuing the span of the run whose reply
+        the row is (a row of no run's starts a trace of its own)."""
+        parent = await self.db.read(outbox_parent, row.id)
+        attributes = {
+            "talon.outbox_id": row.id,
+            "talon.thread_id": row.thread_id,
+            "talon.channel": row.channel,
+            "talon.seq": row.seq,
+            "talon.attempt": row.attempts + 1,
+            "talon.bytes": row.file_size if row.file_path else len(row.text.encode("utf-8", "surrogatepass")),
+            "talon.file": row.file_path is not None,
+            "talon.message.text": otel.content(row.plain) if row.file_path is None else None,
+        }
+        started = time.perf_counter()
+        with otel.span("talon.send", parent=parent, attributes=attributes, kind=SpanKind.PRODUCER) as span:
+            following = await self._send(row)  # _finish or a retry sets talon.outcome
+            otel.set_attributes(span, {"talon.duration_ms": round((time.perf_counter() - started) * 1000, 3)})
+            return following
 
     async def _send(self, row: OutboxRow) -> OutboxRow | None:
         """Deliver one row; returns the thread's next pending row (read in the same commit)."""
@@ -207,6 +231,7 @@ class Outbox:
             delay = self._backoff(row.attempts, result.retry_after)
             OUTBOX_SENDS.labels(row.channel, "retried").inc()
             log.info("send to %s failed (%s); retrying in %.1fs", row.channel, result.error, delay)
+            otel.set_attributes(otel.current_span(), {"talon.outcome": "retry", "error.type": "transient"})
             await self.db.run_transaction(
                 retry_row, row.id, available_at=time.time() + delay, error=result.error
             )
@@ -230,6 +255,10 @@ class Outbox:
         error: str | None = None,
     ) -> OutboxRow | None:
         now = time.time()
+        send_span = otel.current_span()  # talon.send, when spans are exported
+        otel.set_attributes(send_span, {"talon.outcome": status})
+        if status != "sent":
+            otel.failed(send_span, status)
 
         def finish(conn: sqlite3.Connection) -> OutboxRow | None:
             finish_row(conn, row.id, status, platform_message_id=platform_message_id, error=error, now=now)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.base import InboundEvent, IntakeResult, IntakeStatus, ThreadKey
-from gateway import inbound_files
+from gateway import inbound_files, otel
 from gateway.commands import command_of
 from gateway.config import Binding, SessionScope
 from gateway.intake_albums import Albums
@@ -164,7 +164,9 @@ class Pipeline:
             pace = self._albums.pace(album, pace, time.time())
         # Concurrent events share commits (Database.run_transaction groups them), each in
         # its own savepoint, so one bad event fails alone.
-        intake = _Intake(event, persona, status, command, pace, *self.bindings.conversation(event))
+        intake = _Intake(
+            event, persona, status, command, pace, *self.bindings.conversation(event), otel.traceparent()
+        )
         row = await self.db.run_transaction(partial(_commit_event, intake))
         if row is None:
             if event.attachments:
@@ -275,6 +277,7 @@ class _Intake:
     pace: Pace
     key: ThreadKey  # the conversation's thread key (session_scope chat drops the topic)
     session: str | None  # the sender, for session_scope user
+    trace_parent: str | None = None  # the intake span, which the message's turn continues
 
 
 def _commit_event(
@@ -322,4 +325,5 @@ def _commit_event(
             # leased, so not retries in backoff) ride along instead of waiting ahead of it.
             take_deferred_along(conn, thread_id, now)
         enqueue_message(conn, thread_id, message_id, available_at=pace.due(now), now=now)
+        otel.keep(conn, "message", message_id, intake.trace_parent)
     return thread_id, message_id, staged

@@ -32,11 +32,13 @@ Children (for the code that starts child agents): the parent's trace is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gateway import otel
 from gateway.store.traces import EventRow, TraceEvent, add_events, purge_before
 
 if TYPE_CHECKING:
@@ -89,8 +91,28 @@ class RunTrace:
         self._events: list[TraceEvent] = []
         self._seq = 0
         self._dropped = 0
+        # OpenTelemetry: the run's span (current where the run's trace is made) and the model
+        # or tool call's span open now, which the call's record annotates.
+        self._run_span = otel.current_span()
+        self._call_spans: list[Any] = []
+        self._totals = {"talon.input_tokens": 0, "talon.output_tokens": 0, "talon.model_calls": 0}
 
     # ------------------------------------------------------------ recording
+
+    @contextlib.contextmanager
+    def span(self, kind: str, name: str) -> Iterator[None]:
+        """An OpenTelemetry span ``talon.<kind>`` (``model`` or ``tool``) around one call; the
+        call's :meth:`model_call` or :meth:`tool_call` inside it fills in its attributes."""
+        if not otel.enabled():
+            yield
+            return
+        ids = {"talon.run_id": self.run_id, "talon.thread_id": self.thread_id, "talon.persona": self.persona}
+        with otel.span(f"talon.{kind}", attributes={**ids, f"talon.{kind}.name": name}) as opened:
+            self._call_spans.append(opened)
+            try:
+                yield
+            finally:
+                self._call_spans.pop()
 
     def model_call(
         self,
@@ -121,6 +143,31 @@ class RunTrace:
             ]
             payload["text"] = _cut(text)
         self._add("model_call", model, payload, duration_ms=latency_ms, error_class=error_class)
+        if self._call_spans:
+            self._totals["talon.input_tokens"] += usage.input_tokens
+            self._totals["talon.output_tokens"] += usage.output_tokens
+            self._totals["talon.model_calls"] += 1
+            self._annotate(
+                {
+                    "gen_ai.request.model": model,
+                    "gen_ai.usage.input_tokens": usage.input_tokens,
+                    "gen_ai.usage.output_tokens": usage.output_tokens,
+                    "talon.stop_reason": stop_reason,
+                    "talon.tool_calls": tool_calls,
+                    "talon.duration_ms": round(latency_ms, 3),
+                    "talon.model.system": otel.content(system),
+                    "talon.model.prompt": otel.content(
+                        json.dumps(
+                            [{"role": m.role, "content": m.content} for m in messages[-_PROMPT_MESSAGES:]],
+                            ensure_ascii=False,
+                        )
+                    )
+                    if otel.content_on()
+                    else None,
+                    "talon.model.text": otel.content(text),
+                },
+                error_class,
+            )
 
     def tool_call(
         self,
@@ -140,10 +187,31 @@ class RunTrace:
             payload["arguments"] = _cut(json.dumps(arguments, ensure_ascii=False, default=str))
             payload["result"] = _cut(result or "")
         self._add("tool_call", name, payload, duration_ms=duration_ms, error_class=error_class)
+        if self._call_spans:
+            self._annotate(
+                {
+                    "gen_ai.tool.name": name,
+                    "talon.decision": decision,
+                    "talon.result_bytes": result_bytes,
+                    "talon.duration_ms": round(duration_ms, 3),
+                    "talon.tool.arguments": otel.content(
+                        json.dumps(arguments, ensure_ascii=False, default=str)
+                    )
+                    if otel.content_on()
+                    else None,
+                    "talon.tool.result": otel.content(result),
+                },
+                error_class,
+            )
 
     def phase(self, name: str, error_class: str | None = None, **payload: Any) -> None:
         """A phase of the run: ``turn_started``, ``turn_ended`` (``outcome=...``), ..."""
         self._add("phase", name, payload, error_class=error_class)
+        if name == "turn_ended" and self._run_span.is_recording():
+            outcome = payload.get("outcome")
+            otel.set_attributes(self._run_span, {"talon.outcome": outcome, **self._totals})
+            if error_class is not None and outcome != "completed":
+                otel.failed(self._run_span, error_class)
 
     def budget(self, limit: BudgetLimit, used: dict[str, float | int]) -> None:
         """A budget ran out and the run winds down."""
@@ -188,6 +256,12 @@ class RunTrace:
         )
         child._events = self._events
         return child
+
+    def _annotate(self, attributes: dict[str, Any], error_class: str | None) -> None:
+        target = self._call_spans[-1]
+        otel.set_attributes(target, attributes)
+        if error_class is not None:
+            otel.failed(target, error_class)
 
     def _add(
         self,
@@ -279,6 +353,10 @@ class NullTrace(RunTrace):
 
     def _add(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+    @contextlib.contextmanager
+    def span(self, kind: str, name: str) -> Iterator[None]:
+        yield
 
     def child_trace(self, child_run_id: int, *, persona: str, thread_id: int | None) -> RunTrace:
         return self

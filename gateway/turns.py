@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 from connectors.base import Connector, ThreadKey
+from gateway import otel
 from gateway.budgets import RunBudget
 from gateway.config import Settings
 from gateway.events import EventBus
@@ -79,6 +80,7 @@ class TurnStart:
     sender_id: str | None = None  # the one sender the batch's messages are from, if one
     senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
     resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
+    trace_parents: tuple[str, ...] = ()  # the spans this turn continues (its messages' intake)
 
 
 def _count_spend(settings: Settings, persona: Persona, result: TurnResult) -> None:
@@ -151,9 +153,32 @@ class TurnRunner(TurnHandler):
         sender_id = sole_sender(conn, batch.message_ids)
         senders = tuple(batch_senders(conn, batch.message_ids))
         resume = from_state(state) if state is not None else None
-        return TurnStart(thread, summary, rows, persona, run_id, reply_to, kept, sender_id, senders, resume)
+        # A background child's turn has no messages' spans: it continues the span that started it.
+        parents = otel.parents(conn, "message", batch.message_ids) or otel.parents(
+            conn, "thread", [batch.thread_id]
+        )
+        return TurnStart(
+            thread, summary, rows, persona, run_id, reply_to, kept, sender_id, senders, resume, tuple(parents)
+        )
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
+        if not otel.enabled() or begun.persona is None or begun.run_id is None:
+            return await self._run(batch, begun)
+        parents = begun.trace_parents
+        attributes = {
+            "talon.run_id": begun.run_id,
+            "talon.thread_id": batch.thread_id,
+            "talon.persona": begun.persona.name,
+            "talon.channel": begun.thread.channel,
+            "talon.messages": len(batch.message_ids),
+            "talon.kept": begun.kept is not None,
+        }
+        with otel.span(
+            "talon.turn", parent=parents[0] if parents else None, links=parents[1:], attributes=attributes
+        ):
+            await self._run(batch, begun)
+
+    async def _run(self, batch: Batch, begun: TurnStart) -> None:
         thread, persona, run_id = begun.thread, begun.persona, begun.run_id
         if persona is None or run_id is None:
             log.error("thread %s is bound to unknown persona %r; skipping", batch.thread_id, thread.persona)
@@ -412,10 +437,12 @@ class TurnRunner(TurnHandler):
         trace = self._traces.pop(run_id, None)
         if trace is not None:
             trace.phase("turn_ended", outcome="completed", silent=bool(silent))
+        span_parent = otel.traceparent()  # the turn's span, which its sends continue
 
         def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
             now = time.time()
             outbox_ids: list[int] = []
+            otel.keep(conn, "run", run_id, span_parent)
             if not silent:
                 message_id = add_message(
                     conn,
@@ -507,8 +534,10 @@ class TurnRunner(TurnHandler):
         text = spent.refusal(self.settings.currency)
         chunks = connector.render(text) if connector is not None else []
         address = ThreadAddress(batch.thread_id, thread.key)
+        span_parent = otel.traceparent()
 
         def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
+            otel.keep(conn, "run", run_id, span_parent)
             ids = enqueue_chunks(conn, address, chunks, run_id=run_id, reply_to=reply_to) if chunks else []
             complete_in(conn, batch, run_id)
             end_run(conn, run_id, "refused", f"{spent.budget} for {spent.subject} is spent", time.time())

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from gateway import otel
 from gateway.children.plan import ChildOutcome, ChildPlan, Lineage
 from gateway.config import Settings
 from gateway.events import EventBus
@@ -129,7 +130,46 @@ class Children:
         failure, cancellation), after ending the child's run row.
 
         ``trace`` is the parent's: the child's start and end are recorded there, and the
-        child's own events go into a trace of its own written with the parent's."""
+        child's own events go into a trace of its own written with the parent's. The child
+        is a ``talon.child`` span inside the parent's current one (the tool call that started it)."""
+        attributes = {
+            "talon.child.kind": kind,
+            "talon.persona": plan.persona.name,
+            "talon.thread_id": thread_id,
+            "talon.depth": plan.lineage.depth,
+            "talon.parent_run_id": plan.lineage.parent_run_id,
+        }
+        with otel.span("talon.child", attributes=attributes) as span:
+            outcome = await self._run(
+                plan,
+                thread_id=thread_id,
+                sender_id=sender_id,
+                root_budget=root_budget,
+                trace=trace,
+                kind=kind,
+            )
+            otel.set_attributes(
+                span,
+                {
+                    "talon.run_id": outcome.run_id,
+                    "talon.outcome": "completed",
+                    "talon.input_tokens": outcome.usage.input_tokens,
+                    "talon.output_tokens": outcome.usage.output_tokens,
+                    "talon.model_calls": outcome.model_calls,
+                },
+            )
+            return outcome
+
+    async def _run(
+        self,
+        plan: ChildPlan,
+        *,
+        thread_id: int,
+        sender_id: str | None,
+        root_budget: RunBudget | None,
+        trace: RunTrace | None,
+        kind: str,
+    ) -> ChildOutcome:
         assert self.tools is not None, "attach() the host tools first"
         persona, lineage = plan.persona, plan.lineage
         run_id = await self.db.run_transaction(self._start_run, persona, thread_id, lineage, kind)

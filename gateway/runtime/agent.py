@@ -136,33 +136,34 @@ async def _model_call(
     result: TurnResult,
 ) -> ModelResponse:
     """One model call, counted in ``result`` and ``budget`` and recorded in ``trace``."""
-    started = time.perf_counter()
-    try:
-        response = await provider.complete(request, on_text)
-    except Exception as exc:  # the failed call is in the trace too, then the turn fails as before
-        MODEL_CALLS.labels(request.model, "error").inc()
-        MODEL_SECONDS.labels(request.model).observe(time.perf_counter() - started)
+    with trace.span("model", request.model):
+        started = time.perf_counter()
+        try:
+            response = await provider.complete(request, on_text)
+        except Exception as exc:  # the failed call is in the trace too, then the turn fails as before
+            MODEL_CALLS.labels(request.model, "error").inc()
+            MODEL_SECONDS.labels(request.model).observe(time.perf_counter() - started)
+            trace.model_call(
+                model=request.model,
+                usage=Usage(),
+                latency_ms=(time.perf_counter() - started) * 1000,
+                stop_reason="error",
+                tool_calls=0,
+                error_class=type(exc).__name__,
+            )
+            raise
+        MODEL_CALLS.labels(response.model or request.model, "ok").inc()
+        MODEL_SECONDS.labels(response.model or request.model).observe(time.perf_counter() - started)
         trace.model_call(
-            model=request.model,
-            usage=Usage(),
+            model=response.model or request.model,
+            usage=response.usage,
             latency_ms=(time.perf_counter() - started) * 1000,
-            stop_reason="error",
-            tool_calls=0,
-            error_class=type(exc).__name__,
+            stop_reason=response.stop_reason,
+            tool_calls=len(response.tool_calls),
+            system=request.system if result.model_calls == 0 else None,
+            messages=request.messages,
+            text=response.text,
         )
-        raise
-    MODEL_CALLS.labels(response.model or request.model, "ok").inc()
-    MODEL_SECONDS.labels(response.model or request.model).observe(time.perf_counter() - started)
-    trace.model_call(
-        model=response.model or request.model,
-        usage=response.usage,
-        latency_ms=(time.perf_counter() - started) * 1000,
-        stop_reason=response.stop_reason,
-        tool_calls=len(response.tool_calls),
-        system=request.system if result.model_calls == 0 else None,
-        messages=request.messages,
-        text=response.text,
-    )
     result.model_calls += 1
     result.usage = result.usage + response.usage
     if budget is not None:
@@ -199,17 +200,18 @@ async def _run_calls(
 
 
 async def _tool_call(tools: ToolBox, call: ToolCall, trace: RunTrace) -> ToolOutcome:
-    started = time.perf_counter()
-    outcome = await tools.call(call)
-    trace.tool_call(
-        name=call.name,
-        decision="refused" if outcome.refused else "allowed",
-        duration_ms=(time.perf_counter() - started) * 1000,
-        result_bytes=len(outcome.content.encode("utf-8", "surrogatepass")),
-        error_class=outcome.error_class or ("error" if outcome.is_error else None),
-        arguments=call.arguments,
-        result=outcome.content,
-    )
+    with trace.span("tool", call.name):  # a child agent the tool starts is inside this span
+        started = time.perf_counter()
+        outcome = await tools.call(call)
+        trace.tool_call(
+            name=call.name,
+            decision="refused" if outcome.refused else "allowed",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            result_bytes=len(outcome.content.encode("utf-8", "surrogatepass")),
+            error_class=outcome.error_class or ("error" if outcome.is_error else None),
+            arguments=call.arguments,
+            result=outcome.content,
+        )
     return outcome
 
 
