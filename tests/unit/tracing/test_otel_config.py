@@ -35,7 +35,9 @@ def test_spans_are_off_unless_an_endpoint_is_configured() -> None:
         ("  otlp_endpiont: http://127.0.0.1:4318\n", "otlp_endpiont", "otlp_endpoint"),
     ],
 )
-def test_an_invalid_setting_names_its_key_and_the_fix(tmp_path: Path, traces: str, key: str, fix: str) -> None:
+def test_an_invalid_setting_names_its_key_and_the_fix(
+    tmp_path: Path, traces: str, key: str, fix: str
+) -> None:
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, traces)
     assert key in str(err.value) and fix in str(err.value)
