@@ -6,21 +6,30 @@ real pipeline, queue, turn runner, outbox and console channel: 200 threads flat 
 replies/s and the gateway overhead per message: event committed -> reply handed to the
 channel (the instant model's own time is a few microseconds).
 
-    python -m bench.bench_e2e [--threads 200] [--messages 10] [--rate 300]
+With ``--traces`` every message is also traced with OpenTelemetry (intake, turn, model and
+send spans) and exported to the OTLP collector stand-in, which runs in a process of its own.
+
+    python -m bench.bench_e2e [--threads 200] [--messages 10] [--rate 300] [--traces]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from connectors.base import OutboundChunk, SendResult
+from gateway import otel
 from gateway.heap import settle_heap
 from gateway.runtime.model import ModelRequest, ModelResponse, TextDelta, Usage
+from gateway.traces_settings import TracesSettings
 from tests.harness import running_gateway, write_config
 
 
@@ -84,12 +93,46 @@ async def run(threads: int, messages: int, rate: float | None = None) -> dict[st
     }
 
 
+@contextlib.contextmanager
+def collector_process() -> Iterator[str]:
+    """The OTLP collector stand-in in a process of its own; yields its URL."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port_file = Path(tmp) / "collector.port"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes.otlp_collector", "--port-file", str(port_file)],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 20
+            while not port_file.exists():
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the collector stand-in did not start")
+                time.sleep(0.05)
+            yield port_file.read_text().strip()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def traced_run(url: str | None, threads: int, messages: int, rate: float | None) -> dict[str, float]:
+    if url is None:
+        return await run(threads, messages, rate)
+    otel.install(TracesSettings(otlp_endpoint=url))
+    try:
+        return await run(threads, messages, rate)
+    finally:
+        await otel.shutdown()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=200)
     ap.add_argument("--messages", type=int, default=10, help="messages per thread")
     ap.add_argument("--rate", type=float, default=300.0, help="messages/s for the paced run")
     ap.add_argument("--light-threads", type=int, default=4, help="threads for the light-load run")
+    ap.add_argument(
+        "--traces", action="store_true", help="export OpenTelemetry spans to a collector stand-in"
+    )
     args = ap.parse_args()
     # Saturation: every thread always has a message waiting, so overhead includes queueing.
     # Paced: the same threads at the target rate, so overhead is the gateway's path under load.
@@ -99,11 +142,13 @@ def main() -> None:
         (args.threads, args.rate, f"paced at {args.rate:g} messages/s"),
         (args.light_threads, None, "light load"),
     ]
-    for threads, rate, label in runs:
-        result = asyncio.run(run(threads, args.messages, rate))
-        print(f"end to end, {label}: {threads} threads x {args.messages} messages, instant model")
-        for key, value in result.items():
-            print(f"  {key:>16}: {value:,.2f}")
+    with collector_process() if args.traces else contextlib.nullcontext() as url:
+        for threads, rate, label in runs:
+            result = asyncio.run(traced_run(url, threads, args.messages, rate))
+            traced = ", traces exported" if url else ""
+            print(f"end to end, {label}: {threads} threads x {args.messages} messages, instant model{traced}")
+            for key, value in result.items():
+                print(f"  {key:>16}: {value:,.2f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ __all__ = [
     "install",
     "keep",
     "parents",
+    "recent",
     "set_attributes",
     "shutdown",
     "span",
@@ -65,6 +67,9 @@ _tracer: trace.Tracer | None = None
 _provider: TracerProvider | None = None
 _content = False
 _keep_seconds = 30 * 86_400.0
+RECENT = 4096  # parents kept in memory too, so a send need not read its run's from the store
+_recent: OrderedDict[tuple[str, int], str] = OrderedDict()
+_recent_lock = threading.Lock()
 
 
 def install(settings: TracesSettings) -> bool:
@@ -99,6 +104,8 @@ def uninstall() -> None:
     """Stop making spans (what is buffered is dropped): for tests."""
     global _tracer, _provider, _content
     _tracer, _provider, _content = None, None, False
+    with _recent_lock:
+        _recent.clear()
 
 
 async def shutdown(timeout: float = SHUTDOWN_TIMEOUT) -> None:
@@ -283,6 +290,17 @@ def keep(conn: sqlite3.Connection, kind: str, key: int, parent: str | None) -> N
     caller's transaction); nothing when spans are off or there is no parent."""
     if parent is not None and _tracer is not None:
         span_contexts.save(conn, kind, key, parent, now=time.time(), keep_seconds=_keep_seconds)
+        with _recent_lock:
+            _recent[(kind, key)] = parent
+            if len(_recent) > RECENT:
+                _recent.popitem(last=False)
+
+
+def recent(kind: str, key: int) -> str | None:
+    """What :func:`keep` stored for ``(kind, key)`` lately, without reading the store (None
+    when it was long ago or before a restart: then read :mod:`gateway.store.span_contexts`)."""
+    with _recent_lock:
+        return _recent.get((kind, key))
 
 
 def parents(conn: sqlite3.Connection, kind: str, keys: Sequence[int]) -> list[str]:

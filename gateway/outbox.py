@@ -134,7 +134,9 @@ class Outbox:
     async def _send_traced(self, row: OutboxRow) -> OutboxRow | None:
         """:meth:`_send` in a ``talon.send`` span continuing the span of the run whose reply
         the row is (a row of no run's starts a trace of its own)."""
-        parent = await self.db.read(outbox_parent, row.id)
+        parent = None
+        if row.run_id is not None:  # the run's span, from memory unless it ran before a restart
+            parent = otel.recent("run", row.run_id) or await self.db.read(outbox_parent, row.id)
         attributes = {
             "talon.outbox_id": row.id,
             "talon.thread_id": row.thread_id,

@@ -83,6 +83,7 @@ class OutboxRow:
     file_sha256: str | None = None
     file_mime: str | None = None
     edit_of: str | None = None  # the platform message (a streamed preview) this chunk replaces by an edit
+    run_id: int | None = None  # the run whose reply (or notice) this is; None for posts of no run
 
     @property
     def key(self) -> ThreadKey:
@@ -104,7 +105,7 @@ class OutboxRow:
 
 _COLUMNS = (
     "id, thread_id, channel, chat_id, topic, seq, format, text, plain, reply_to, status, attempts, available_at, "
-    "file_path, file_name, file_size, file_sha256, file_mime, edit_of"
+    "file_path, file_name, file_size, file_sha256, file_mime, edit_of, run_id"
 )
 
 
