@@ -8,6 +8,10 @@ How it stays exactly-once with the durable outbox:
   is delivered as an edit, committed in the one transaction that marks the preview ``final``.
   An edit is idempotent, so a retried or crash-interrupted edit cannot double the reply; a
   preview that can no longer be edited is replaced by a fresh message and then deleted.
+- When anything else reached the chat after the preview (a file the turn sent, a question,
+  a ``channel_send``), editing the preview would leave the reply above it: the reply is then
+  sent fresh below, and an outbox row after it removes the preview (see
+  :func:`gateway.store.previews.posted_since`).
 - A preview still ``open`` when its turn is gone (a crash, a failure) is stale: the thread's
   next turn deletes it or marks it as interrupted (``stale_preview``) before it starts.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,15 +34,25 @@ from gateway.events import Event, EventBus
 from gateway.runtime.agent import Steered, ToolBox, ToolOutcome
 from gateway.runtime.model import ToolCall, ToolSpec
 from gateway.store.db import Database
-from gateway.store.previews import PreviewRow, add_preview, close_preview, open_previews
+from gateway.store.outbox import ThreadAddress, enqueue_chunks, enqueue_drop
+from gateway.store.previews import (
+    PreviewRow,
+    add_preview,
+    close_preview,
+    finalize_preview,
+    open_previews,
+    posted_since,
+)
 from gateway.streaming import PreviewPacer
 
 __all__ = [
     "INTERRUPTED",
+    "SUPERSEDED",
     "LiveReply",
     "Preview",
     "StatusToolBox",
     "compose",
+    "enqueue_reply",
     "open_live_reply",
     "settle_stale",
     "stale_preview_of",
@@ -49,14 +64,18 @@ log = logging.getLogger("talon.streaming")
 WRITING = "✍️ writing…"
 _UP_WAIT = 10.0  # seconds a stale preview's settling waits for its channel to come up
 INTERRUPTED = "⚠️ This answer was interrupted before it was finished."
+SUPERSEDED = "⬇️ The answer is below."
+"""What a superseded preview says where the platform refuses to delete it."""
 
 
 @dataclass(frozen=True, slots=True)
 class Preview:
-    """A preview on the platform: its ``stream_previews`` row and platform message id."""
+    """A preview on the platform: its ``stream_previews`` row and platform message id, and
+    when its posting began (what reached the chat from then on may be below it)."""
 
     row_id: int
     message_id: str
+    since: float = 0.0
 
 
 def compose(body: str, status: str | None) -> str:
@@ -99,6 +118,7 @@ class LiveReply:
         self._label = status_label
         self._native: NativeStream | None = editor.native(key, chat_type) if mode == "native" else None
         self._preview: Preview | None = None
+        self._posting_since = 0.0
         status_here = getattr(editor, "status_here", None)
         self._status_here = bool(status_here and status_here(key))
         self._status_shown: str | None = None
@@ -133,6 +153,8 @@ class LiveReply:
             await self._native_status(status)
             status = None
         text = compose(body, status)
+        if self._preview is None:
+            self._posting_since = time.time()
         if self._native is not None:
             result = await self._native.update(body if getattr(self._native, "appends", False) else text)
             if result.ok:
@@ -180,7 +202,7 @@ class LiveReply:
                 now=time.time(),
             )
         )
-        self._preview = Preview(row_id, message_id)
+        self._preview = Preview(row_id, message_id, self._posting_since)
 
     # ---------------------------------------------------------------- ending
 
@@ -292,6 +314,50 @@ async def _settle(db: Database, editor: MessageEditor, row: PreviewRow, how: str
         )
         return True
     return False
+
+
+def enqueue_reply(
+    conn: sqlite3.Connection,
+    address: ThreadAddress,
+    chunks: Sequence[RenderedChunk],
+    preview: Preview | None,
+    *,
+    run_id: int | None,
+    message_id: int | None,
+    reply_to: str | None,
+    now: float,
+) -> tuple[list[int], int]:
+    """The reply's outbox rows, in the commit's transaction, and the seq for rows after it.
+
+    With a preview still open, the reply's first chunk replaces it by an edit, unless
+    anything reached the chat since the preview was posted: then every chunk is sent fresh
+    (the reply stays below what the turn posted) and one more row removes the preview once
+    they are delivered. That row is not among the ids returned (it delivers no message)."""
+    if preview is None or not chunks or not finalize_preview(conn, preview.row_id, now):
+        ids = enqueue_chunks(conn, address, chunks, run_id=run_id, message_id=message_id, reply_to=reply_to)
+        return ids, len(chunks)
+    if not posted_since(conn, address.thread_id, preview.since):
+        ids = enqueue_chunks(
+            conn,
+            address,
+            chunks,
+            run_id=run_id,
+            message_id=message_id,
+            reply_to=reply_to,
+            edit_of=preview.message_id,
+        )
+        return ids, len(chunks)
+    ids = enqueue_chunks(conn, address, chunks, run_id=run_id, message_id=message_id, reply_to=reply_to)
+    enqueue_drop(
+        conn,
+        address,
+        preview.message_id,
+        mark=SUPERSEDED,
+        seq=len(chunks),
+        run_id=run_id,
+        message_id=message_id,
+    )
+    return ids, len(chunks) + 1
 
 
 def streaming_mode(settings: Settings, key: ThreadKey, chat_type: str) -> str:

@@ -164,6 +164,12 @@ class Outbox:
             self._wake_later(row.thread_id, _NOT_UP_POLL)
             return None
         started = time.perf_counter()
+        if row.drops_preview:
+            try:
+                dropped = await self._drop(row, connector)
+            except Exception as exc:
+                return await self._connector_raised(row, exc)
+            return await self._settle(row, dropped, started)
         if row.edit_of is not None:
             try:
                 replaced = await self._replace(row, connector)
@@ -206,6 +212,23 @@ class Outbox:
         result = await connector.send(OutboundChunk(row.id, row.key, chunk, row.reply_to))
         if result.ok and editor is not None:
             await editor.delete(row.key, row.edit_of)
+        return result
+
+    async def _drop(self, row: OutboxRow, connector: Connector) -> SendResult:
+        """Remove a preview the reply was sent below: delete it, or where the platform refuses,
+        edit it to the row's text. Both are idempotent: the row is retried, never ``unknown``."""
+        assert row.edit_of is not None
+        editor = editor_of(connector)
+        if editor is None:
+            return SendResult.failed(ErrorClass.PERMANENT, f"channel {row.channel} cannot delete messages")
+        result = await editor.delete(row.key, row.edit_of)
+        if result.error_class is ErrorClass.PERMANENT:
+            log.info("preview %s cannot be deleted (%s); marking it", row.edit_of, result.error)
+            result = await editor.edit(row.key, row.edit_of, RenderedChunk(row.text, row.plain, "plain"))
+        if result.ok:
+            return SendResult.sent(row.edit_of)
+        if result.error_class is ErrorClass.AMBIGUOUS:  # trying again is safe
+            return SendResult.failed(ErrorClass.TRANSIENT, result.error or "no answer", result.retry_after)
         return result
 
     async def _connector_raised(self, row: OutboxRow, exc: Exception) -> OutboxRow | None:

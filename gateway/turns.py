@@ -25,7 +25,14 @@ from gateway.budgets import RunBudget
 from gateway.config import Settings
 from gateway.events import EventBus
 from gateway.interactions.clock import turn_deadline
-from gateway.live_reply import LiveReply, Preview, open_live_reply, settle_stale, stale_preview_of
+from gateway.live_reply import (
+    LiveReply,
+    Preview,
+    enqueue_reply,
+    open_live_reply,
+    settle_stale,
+    stale_preview_of,
+)
 from gateway.logs import run_id_var, thread_id_var
 from gateway.memory_scopes import hot_memory_section, memory_keys
 from gateway.metrics import TOKENS, TURN_COST
@@ -52,7 +59,6 @@ from gateway.store.db import Database
 from gateway.store.interactions import load_checkpoint, save_checkpoint
 from gateway.store.memory import list_items
 from gateway.store.messages import MessageRow, add_message, batch_senders, platform_message_id, sole_sender
-from gateway.store.previews import finalize_preview
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer, context_start
@@ -454,21 +460,17 @@ class TurnRunner(TurnHandler):
                     run_id=run_id,
                     sort_key=_after(batch),
                 )
-                replaces = (
-                    preview is not None and bool(chunks) and finalize_preview(conn, preview.row_id, now)
-                )
-                outbox_ids = enqueue_chunks(
+                outbox_ids, after = enqueue_reply(
                     conn,
                     address,
                     chunks,
+                    preview,
                     run_id=run_id,
                     message_id=message_id,
                     reply_to=reply_to,
-                    edit_of=preview.message_id if replaces and preview is not None else None,
+                    now=now,
                 )
-                enqueue_files(
-                    conn, address, spoken, run_id=run_id, message_id=message_id, first_seq=len(chunks)
-                )
+                enqueue_files(conn, address, spoken, run_id=run_id, message_id=message_id, first_seq=after)
             complete_in(conn, batch, run_id)
             complete_run(
                 conn,

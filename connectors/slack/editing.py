@@ -69,9 +69,11 @@ class SlackEditor:
         client = self._client()
         if client is None:
             return SendResult.failed(ErrorClass.TRANSIENT, "the Slack channel is not running")
-        text = chunk.text if chunk.format == "mrkdwn" else self._escape(chunk.plain or chunk.text)
+        is_mrkdwn = chunk.format == "mrkdwn"
+        text = chunk.text if is_mrkdwn else self._escape(chunk.plain or chunk.text)
         try:
-            await client.chat_update(channel=thread.chat_id, ts=message_id, text=text)
+            # The preview was posted with mrkdwn off: the final rendering turns it back on.
+            await client.chat_update(channel=thread.chat_id, ts=message_id, text=text, mrkdwn=is_mrkdwn)
         except SEND_ERRORS as exc:
             return _failed(exc)
         return SendResult.sent(message_id)

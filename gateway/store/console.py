@@ -15,6 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from connectors.base import ThreadKey
+from gateway.store.outbox import DROP_PREVIEW
 from gateway.store.threads import topic_value
 
 __all__ = ["Unseen", "UnseenRow", "mark_seen", "unseen_rows"]
@@ -46,7 +47,8 @@ def unseen_rows(conn: sqlite3.Connection, key: ThreadKey, limit: int) -> Unseen:
     """
     params = (key.channel, key.chat_id, topic_value(key))
     where = (
-        f"thread_id = ({_THREAD}) AND status IN ('pending', 'sending', 'sent') AND id > "
+        f"thread_id = ({_THREAD}) AND status IN ('pending', 'sending', 'sent') AND format != '{DROP_PREVIEW}' "
+        "AND id > "
         f"COALESCE((SELECT outbox_id FROM console_seen WHERE thread_id = ({_THREAD})), 0)"
     )
     (total,) = conn.execute(f"SELECT COUNT(*) FROM outbox WHERE {where}", params * 2).fetchone()

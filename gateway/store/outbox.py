@@ -19,11 +19,13 @@ from connectors.base import RenderedChunk, ThreadKey
 from gateway.store.threads import key_of, topic_value
 
 __all__ = [
+    "DROP_PREVIEW",
     "OutboxFile",
     "OutboxRow",
     "ThreadAddress",
     "count_by_status",
     "enqueue_chunks",
+    "enqueue_drop",
     "enqueue_files",
     "finish_row",
     "interrupted_rows",
@@ -34,6 +36,12 @@ __all__ = [
     "settle_interrupted",
     "threads_with_pending",
 ]
+
+
+DROP_PREVIEW = "drop_preview"
+"""The ``format`` of a row that removes a superseded streamed preview (``edit_of``) once the
+reply sent fresh below it is delivered: it deletes the preview, or edits it to the row's text
+where deletion is refused. Both are idempotent, so such a row is retried after a crash."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,11 @@ class OutboxRow:
     @property
     def key(self) -> ThreadKey:
         return key_of(self.channel, self.chat_id, self.topic)
+
+    @property
+    def drops_preview(self) -> bool:
+        """The row removes the preview ``edit_of`` instead of delivering anything."""
+        return self.format == DROP_PREVIEW
 
     @property
     def file(self) -> OutboxFile | None:
@@ -188,6 +201,42 @@ def enqueue_files(
         ).fetchone()
         ids.append(int(row_id))
     return ids
+
+
+def enqueue_drop(
+    conn: sqlite3.Connection,
+    address: ThreadAddress,
+    preview_message_id: str,
+    *,
+    mark: str,
+    seq: int,
+    run_id: int | None = None,
+    message_id: int | None = None,
+) -> int:
+    """A row, due now, that removes the preview ``preview_message_id`` once the rows before it
+    in the thread are delivered (``mark`` is shown instead where it cannot be deleted)."""
+    now = time.time()
+    (row_id,) = conn.execute(
+        "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
+        "text, plain, available_at, created_at, edit_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "RETURNING id",
+        (
+            address.thread_id,
+            run_id,
+            message_id,
+            address.key.channel,
+            address.key.chat_id,
+            topic_value(address.key),
+            seq,
+            DROP_PREVIEW,
+            mark,
+            mark,
+            now,
+            now,
+            preview_message_id,
+        ),
+    ).fetchone()
+    return int(row_id)
 
 
 def open_file_paths(conn: sqlite3.Connection) -> set[str]:

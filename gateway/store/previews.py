@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from connectors.base import ThreadKey
 from gateway.store.threads import key_of, topic_value
 
-__all__ = ["PreviewRow", "add_preview", "close_preview", "finalize_preview", "open_previews"]
+__all__ = ["PreviewRow", "add_preview", "close_preview", "finalize_preview", "open_previews", "posted_since"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +86,24 @@ def close_preview(conn: sqlite3.Connection, preview_id: int, now: float) -> None
         "UPDATE stream_previews SET state = 'closed', closed_at = ? WHERE id = ? AND state = 'open'",
         (now, preview_id),
     )
+
+
+def posted_since(conn: sqlite3.Connection, thread_id: int, since: float) -> bool:
+    """Whether the thread's chat got (or is about to get) a message at or after ``since``: an
+    outbox row delivered or created since then, or one still waiting, or a question or
+    approval prompt asked since then. Rows that edit or remove a message already there
+    (``edit_of``) post nothing new. A thread delivers its rows in id order, so its newest row
+    that posts something is the one to look at."""
+    row = conn.execute(
+        "SELECT status, created_at, sent_at FROM outbox WHERE thread_id = ? AND edit_of IS NULL "
+        "AND status != 'failed' ORDER BY id DESC LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    if row is not None:
+        status, created_at, sent_at = row
+        if status in ("pending", "sending") or created_at >= since or (sent_at or 0.0) >= since:
+            return True
+    asked = conn.execute(
+        "SELECT 1 FROM interactions WHERE thread_id = ? AND created_at >= ? LIMIT 1", (thread_id, since)
+    ).fetchone()
+    return asked is not None

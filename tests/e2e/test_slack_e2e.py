@@ -236,8 +236,7 @@ async def test_a_long_answer_arrives_as_ordered_valid_chunks(
     deltas = [answer[i : i + 4000] for i in range(0, len(answer), 4000)]
     async with FakeAnthropic() as model, FakeSlack() as slack:
         model.script(Reply(chunks=deltas, output_tokens=900))
-        # the chunks as posted; streamed previews are tested in test_streaming_slack.py
-        async with slack_gateway(tmp_path, model, slack, streaming="off") as gw:
+        async with slack_gateway(tmp_path, model, slack) as gw:
             await slack.inject_message(DM, "write the report", user=ADA)
             await slack.wait_for_posted(DM, messages, timeout=WAIT)
             await settled(gw)

@@ -1,7 +1,7 @@
 """Files sent back in a real turn: the fake model writes a file and attaches it with
 channel_send into its own Telegram conversation; the user gets the text, then the file once
 with the bytes it had when it was sent (an edit right after does not change it), then the
-reply; escapes and a file over the channel's limit are refused with what to do instead, and
+reply, below the file (the streamed preview above them is removed); escapes and a file over the channel's limit are refused with what to do instead, and
 nothing is left in the outbox's spool."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.support import wait_until
 from tests.fakes.model_api import Call, FakeAnthropic, Reply
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.harness import provider_for, running_gateway, tool_results, write_config
@@ -58,7 +59,6 @@ async def test_a_turn_attaches_a_workspace_file_and_the_user_gets_it_once(tmp_pa
             "token": telegram.token,
             "api_base_url": telegram.url,
             "max_upload_bytes": 400,
-            "streaming": "off",  # the order of the three messages as sent; previews: test_streaming_*
             "pacing": {"per_second": 0, "per_chat_per_second": 0, "group_per_minute": 0},
         }
         config = write_config(
@@ -69,8 +69,13 @@ async def test_a_turn_attaches_a_workspace_file_and_the_user_gets_it_once(tmp_pa
         )
         async with running_gateway(config) as gw:
             telegram.inject_message(USER, "send me the report as a file", user_id=USER)
-            messages = await telegram.wait_for_sent(USER, 3, timeout=30)
+            await wait_until(
+                lambda: any(m.text.startswith("[[false") for m in telegram.visible_messages(USER)),
+                timeout=30,
+                what="the reply",
+            )
             await gw.components.outbox.flush(5)
+            messages = telegram.visible_messages(USER)
             rows = await fetch_rows(
                 gw.components.db, "SELECT format, status, file_name, file_path FROM outbox ORDER BY id"
             )
@@ -88,6 +93,10 @@ async def test_a_turn_attaches_a_workspace_file_and_the_user_gets_it_once(tmp_pa
     assert (received.name, received.size) == ("report.csv", len(REPORT))
     assert received.sha256 == hashlib.sha256(REPORT.encode()).hexdigest()
     assert len(messages) == 3 and messages[2].text.startswith("[[false")  # the reply, last
+    # The streamed preview came first; it is gone, and nothing was sent twice.
+    (preview,) = [m for m in telegram.sent_messages(USER) if m.deleted]
+    first_shown = [*preview.versions, preview.text][0]
+    assert preview.message_id < messages[0].message_id and ("⏳" in first_shown or "writing…" in first_shown)
     failed, sent = results[2]
     assert not failed
     assert json.loads(sent)["files"] == [

@@ -51,6 +51,9 @@ class Editing:
         message.versions.append(message.text)
         message.edit_times.append(time.monotonic())
         message.text = text
+        if "mrkdwn" in params:  # the message's markup parsing, as postMessage sets it
+            flag = params["mrkdwn"]
+            message.mrkdwn = flag.lower() in ("1", "true") if isinstance(flag, str) else bool(flag)
         message.params = {**message.params, **params}
         return {"ok": True, "channel": message.channel, "ts": message.ts, "text": text}
 
