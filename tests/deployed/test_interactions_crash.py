@@ -57,7 +57,7 @@ async def test_kill_9_while_a_question_and_an_approval_wait_then_taps_resume_bot
             "type": "telegram",
             "token": bot_api.info["token"],
             "api_base_url": bot_api.url,
-            "streaming": "off",
+            "streaming": "off",  # about the prompt and its answer, not previews (those: test_streaming_order.py)
         }
         config = write_deployed_config(
             tmp_path, model_url=model.url, model_kind="anthropic", channels=[channel]

@@ -74,7 +74,7 @@ async def test_slack_approval(tmp_path: Path, tap: str | None) -> None:
             "bot_token": slack.bot_token,
             "app_token": slack.app_token,
             "api_base_url": slack.base_url,
-            "streaming": "off",
+            "streaming": "off",  # about the prompt and its answer, not previews (those: test_streaming_order.py)
         }
         async with running_gateway(_config(tmp_path, fake, channel)) as gw:
             await slack.inject_message(DM, "deploy", user=USER)
@@ -103,7 +103,7 @@ async def test_discord_approval(tmp_path: Path, tap: str | None) -> None:
             "token": discord.token,
             "api_base_url": discord.api_base_url,
             "gateway_url": discord.gateway_url,
-            "streaming": "off",
+            "streaming": "off",  # about the prompt and its answer, not previews (those: test_streaming_order.py)
         }
         dm = discord.dm_channel_id
         async with running_gateway(_config(tmp_path, fake, channel)) as gw:

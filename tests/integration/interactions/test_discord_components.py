@@ -36,7 +36,7 @@ async def test_a_button_tap_resumes_the_turn_and_a_second_tap_is_refused(tmp_pat
             "token": discord.token,
             "api_base_url": discord.api_base_url,
             "gateway_url": discord.gateway_url,
-            "streaming": "off",
+            "streaming": "off",  # about the prompt and its answer, not previews (those: test_streaming_order.py)
         }
         config = write_config(
             tmp_path,

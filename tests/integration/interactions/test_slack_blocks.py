@@ -61,7 +61,7 @@ async def test_a_block_kit_tap_resumes_the_turn_and_a_second_tap_changes_nothing
             "type": "slack",
             "bot_token": slack.bot_token,
             "api_base_url": slack.base_url,
-            "streaming": "off",
+            "streaming": "off",  # about the prompt and its answer, not previews (those: test_streaming_order.py)
         }
         if mode == "socket":
             channel["app_token"] = slack.app_token

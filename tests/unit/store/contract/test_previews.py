@@ -58,3 +58,30 @@ async def test_only_the_first_chunk_of_a_reply_edits_the_preview(store: Backend,
     await store.write(store.outbox.finish_row, first, "sent", platform_message_id="11", error=None, now=5.0)
     row = await store.read(store.outbox.next_pending, thread_id)
     assert row is not None and (row.id, row.edit_of) == (second, None)
+
+
+async def test_posted_since_sees_rows_waiting_sent_or_created_after_the_preview_but_not_edits(
+    store: Backend, thread_id: int
+) -> None:
+    address = ThreadAddress(thread_id, KEY)
+    chunk = [RenderedChunk("old", "old", "plain")]
+    (old,) = await store.write(store.outbox.enqueue_chunks, address, chunk)
+    assert await store.read(store.previews.posted_since, thread_id, 0.0) is True  # still waiting
+    await store.write(store.outbox.finish_row, old, "sent", platform_message_id="9", error=None, now=1.0)
+    # Created and sent before the preview's posting began (``since`` far later): it is above it.
+    assert await store.read(store.previews.posted_since, thread_id, 10**10) is False
+    # An edit of the preview and the row that removes one post nothing new.
+    (edit,) = await store.write(store.outbox.enqueue_chunks, address, chunk, edit_of="11")
+    await store.write(store.outbox.finish_row, edit, "sent", platform_message_id="11", error=None, now=3.0)
+    drop = await store.write(store.outbox.enqueue_drop, address, "12", mark="gone", seq=0)
+    assert await store.read(store.previews.posted_since, thread_id, 10**10) is False
+    row = await store.read(store.outbox.next_pending, thread_id)
+    assert row is not None and (row.id, row.drops_preview, row.edit_of, row.text) == (
+        drop,
+        True,
+        "12",
+        "gone",
+    )
+    (fresh,) = await store.write(store.outbox.enqueue_chunks, address, chunk)
+    await store.write(store.outbox.finish_row, fresh, "sent", platform_message_id="13", error=None, now=4.0)
+    assert await store.read(store.previews.posted_since, thread_id, 0.0) is True
