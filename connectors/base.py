@@ -141,6 +141,9 @@ class OutboundChunk:
     thread: ThreadKey
     chunk: RenderedChunk
     reply_to: str | None = None
+    replaces: str | None = None
+    """A streamed preview this chunk replaces, for an editor that replaces by sending
+    (:attr:`connectors.streaming.MessageEditor.replaces_by_send`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,9 @@ so a delivery interrupted by a crash can safely be repeated (``idempotent_send``
 A delivery no window printed is not lost: windows confirm what they showed (:meth:`seen`),
 and a window that opens the thread is first handed the rest (:meth:`unseen`).
 
+While the model writes, the windows are sent a preview that grows (``streaming``, on by
+default as in DMs; :mod:`connectors.console_stream`), which the reply then replaces.
+
 Replies are delivered as the model wrote them (the window renders them, ``talon chat -m``
 prints them as they are); only a reply past the console's limit is cut into chunks by the
 Markdown renderer, which closes and reopens what a cut would break.
@@ -34,6 +37,7 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
+from connectors.console_stream import ConsoleEditor
 from gateway.store.console import mark_seen, unseen_rows
 from gateway.store.db import Database
 from gateway.subscriptions import Subscriptions
@@ -55,6 +59,7 @@ class ConsoleConnector:
         self.health = ConnectorHealth()
         self._intake: IntakeHandler | None = None
         self._listeners: Subscriptions[str, Delivery] = Subscriptions()
+        self.message_editor = ConsoleEditor(self._listeners.publish)  # streamed replies
 
     async def start(self, intake: IntakeHandler) -> None:
         self._intake = intake
@@ -101,7 +106,9 @@ class ConsoleConnector:
         return render_markdown(markdown, "console")
 
     async def send(self, item: OutboundChunk) -> SendResult:
-        delivery = {"type": "message", "id": item.delivery_id, "text": item.chunk.text}
+        delivery: Delivery = {"type": "message", "id": item.delivery_id, "text": item.chunk.text}
+        if item.replaces is not None:
+            delivery["replaces"] = item.replaces
         self._listeners.publish(item.thread.chat_id, delivery)
         return SendResult.sent(str(item.delivery_id))
 

@@ -3,7 +3,10 @@ the platform's native streaming where it has one.
 
 A connector that can edit exposes ``message_editor`` (a :class:`MessageEditor`); one without
 it gets no streaming (the reply arrives whole, as before). Every method classifies platform
-failures into a :class:`SendResult` and never raises for them.
+failures into a :class:`SendResult` and never raises for them. An editor with
+``replaces_by_send = True`` (the console, whose deliveries carry the outbox row's id) gets the
+reply's first chunk through the connector's ``send`` with
+:attr:`connectors.base.OutboundChunk.replaces` set, instead of as an edit.
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ says so again; on every attach the daemon first hands over what no window has sh
 reply that arrived while no window was open (or the daemon was restarting) is shown. The
 window confirms to the daemon what it printed (the ``seen`` op).
 
+While the model writes, the reply so far is drawn above the prompt and redrawn in place as
+it grows (the daemon's ``preview`` deliveries); the final reply then prints above it, as any
+reply does. With standard input not a terminal only final replies are printed.
+
 Ctrl-C leaves the window and does not cancel the turn: the daemon keeps writing the reply and
 the next window on the thread shows it; ``/stop`` is the one way to cancel.
 """
@@ -105,11 +109,14 @@ class ChatWindow:
         self.screen = screen
         self.turns: set[asyncio.Task[None]] = set()
         self._shown: set[int] = set()
+        self._replaced: set[str] = set()
         self._shown_upto = 0
         self._confirmed = 0
         self._confirm = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.working = False
+        self.live_previews = False  # drawn only at a prompt (run_prompt): a pipe prints finals only
+        self.preview: tuple[str, str] | None = None  # (preview id, text) of the reply being written
         self._redraw = lambda: None
 
     # ------------------------------------------------------------ following the thread
@@ -156,7 +163,9 @@ class ChatWindow:
             try:
                 async for reply in stream:
                     if reply.get("type") == "message":
-                        self.show(int(reply["id"]), str(reply["text"]))
+                        self.show(int(reply["id"]), str(reply["text"]), reply.get("replaces"))
+                    elif reply.get("type") == "preview":
+                        self.set_preview(str(reply["id"]), reply.get("text"))
                     elif reply.get("type") == "working":
                         self.set_working(bool(reply.get("on")))
                     elif reply.get("type") == "error":
@@ -188,8 +197,30 @@ class ChatWindow:
         self.working = on
         self._redraw()
 
-    def show(self, delivery_id: int, markdown: str) -> None:
+    def set_preview(self, preview_id: str, text: str | None) -> None:
+        """The reply being written, so far (``None``: that preview is gone)."""
+        if not self.live_previews:
+            return
+        if text is None:
+            if self.preview is not None and self.preview[0] == preview_id:
+                self.preview = None
+        elif preview_id not in self._replaced:
+            self.preview = (preview_id, text)
+        self._redraw()
+
+    def preview_lines(self, height: int) -> list[str]:
+        """The last ``height`` lines of the reply being written (what the prompt shows above itself)."""
+        if self.preview is None:
+            return []
+        return self.preview[1].splitlines()[-height:]
+
+    def show(self, delivery_id: int, markdown: str, replaces: str | None = None) -> None:
         """Print a delivery once (it may come on both the turn's and the thread's connection)."""
+        if replaces is not None:
+            self._replaced.add(replaces)  # an edit of it still on the other connection is stale
+            if self.preview is not None and self.preview[0] == replaces:
+                self.preview = None
+                self._redraw()
         if delivery_id in self._shown:
             return
         self._shown.add(delivery_id)
@@ -234,7 +265,9 @@ class ChatWindow:
                     if kind == "accepted":
                         accepted = True
                     elif kind == "message":
-                        self.show(int(reply["id"]), str(reply["text"]))
+                        self.show(int(reply["id"]), str(reply["text"]), reply.get("replaces"))
+                    elif kind == "preview":
+                        self.set_preview(str(reply["id"]), reply.get("text"))
                     elif kind == "working":
                         self.set_working(bool(reply.get("on")))
                     elif kind == "error":
@@ -271,13 +304,17 @@ class ChatWindow:
 
         session: PromptSession[str] = PromptSession()
         self._redraw = session.app.invalidate
+        self.live_previews = True
 
         def message() -> list[tuple[str, str]]:
+            rows = session.app.output.get_size().rows
+            lines = self.preview_lines(max(3, rows // 2))
+            live = [("", "\n".join(lines) + "\n")] if lines else []
             if self.working:
                 state = [("fg:ansiyellow", "(writing… /stop cancels) ")]
             else:
                 state = [("fg:ansiyellow", "(sent) ")] if self.turns else []
-            return [*state, ("bold fg:ansicyan", "you> ")]
+            return [*live, *state, ("bold fg:ansicyan", "you> ")]
 
         with patch_stdout(raw=True):
             while True:

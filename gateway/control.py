@@ -238,7 +238,7 @@ class ControlServer(NDJSONServer):
             if kind == "message":
                 seen.add(item["id"])
                 await reply(item)
-            elif kind == "working":
+            elif kind in ("working", "preview"):  # a preview: the reply so far (connectors/console_stream.py)
                 await reply(item)
             elif kind == "turn_ended" and message_id in item.get("messages", []):
                 ended = item

@@ -209,7 +209,8 @@ class LiveReply:
     async def close(self) -> Preview | None:
         """The model is done: stop showing; the preview (if one) is for the reply to replace."""
         self._listening.close()
-        await self.pacer.close()
+        # A reply that replaces the preview by being sent (the console) is no edit to pace.
+        await self.pacer.close(wait=not getattr(self._editor, "replaces_by_send", False))
         if self._native is not None:
             result = await self._native.finish()
             if not result.ok:

@@ -202,6 +202,8 @@ class Outbox:
         assert row.edit_of is not None
         chunk = RenderedChunk(row.text, row.plain, row.format)
         editor = editor_of(connector)
+        if getattr(editor, "replaces_by_send", False):
+            return await connector.send(OutboundChunk(row.id, row.key, chunk, row.reply_to, row.edit_of))
         if editor is not None:
             result = await editor.edit(row.key, row.edit_of, chunk)
             if result.ok or result.error_class is not ErrorClass.PERMANENT:

@@ -138,10 +138,10 @@ class PreviewPacer:
                 )
                 self.failed = True
 
-    async def close(self) -> None:
-        """Stop showing; an edit in flight may finish (bounded), then wait out the interval
-        since the last show (or the platform's retry_after), so the final reply's edit stays
-        within the rate too."""
+    async def close(self, *, wait: bool = True) -> None:
+        """Stop showing; an edit in flight may finish (bounded), then (``wait``) wait out the
+        interval since the last show (or the platform's retry_after), so the final reply's
+        edit stays within the rate too."""
         self._closed = True
         self._dirty.set()
         task, self._task = self._task, None
@@ -153,6 +153,6 @@ class PreviewPacer:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        wait = self._next_at - self._clock()  # the interval, or the platform's retry_after
-        if wait > 0 and not self.failed:
-            await asyncio.sleep(wait)
+        pause = self._next_at - self._clock()  # the interval, or the platform's retry_after
+        if wait and pause > 0 and not self.failed:
+            await asyncio.sleep(pause)
