@@ -141,6 +141,7 @@ class ComponentTaps:
             chat_type=chat_type,
             sender=Sender(str(user.id), user.display_name, is_bot=bool(user.bot)),
             text="",
+            platform_message_id=_message_id(raw),
             raw=raw,
             tap=tap,
         )
@@ -178,3 +179,10 @@ class ComponentTaps:
             await client.http.request(route, json={"content": text[:2000], "flags": EPHEMERAL})
         except _FAILURES as exc:
             log.info("%s: could not tell a user why their tap was refused (%r)", self._channel, exc)
+
+
+def _message_id(raw: dict[str, Any]) -> str | None:
+    """The id of the message whose component was used (the prompt)."""
+    message = raw.get("message")
+    value = message.get("id") if isinstance(message, dict) else None
+    return str(value) if isinstance(value, str | int) else None

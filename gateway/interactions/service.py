@@ -24,7 +24,15 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from connectors.base import Connector, InboundEvent, IntakeResult, IntakeStatus, ThreadKey
+from connectors.base import (
+    Connector,
+    ErrorClass,
+    InboundEvent,
+    IntakeResult,
+    IntakeStatus,
+    SendResult,
+    ThreadKey,
+)
 from connectors.interactive import InteractiveConnector, Prompt, numbered_text
 from gateway.commands import command_of
 from gateway.interactions.clock import waiting
@@ -33,12 +41,15 @@ from gateway.store.interactions import (
     InteractionRow,
     NewInteraction,
     answer_interaction,
+    claim_post,
     create_interaction,
     drop_checkpoints,
     expire_interaction,
     get_interaction,
     pending_interactions,
     set_platform_message,
+    set_post_unknown,
+    settle_interrupted_posts,
 )
 from gateway.store.messages import record_event
 from gateway.store.threads import get_thread
@@ -103,7 +114,14 @@ class Interactions:
         self._closing: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        """Learn which chats have interactions pending (from before a restart)."""
+        """Learn which chats have interactions pending (from before a restart). A prompt whose
+        posting a crash interrupted may or may not be in the chat: it is never posted again."""
+        for interaction_id in await self.db.run_transaction(settle_interrupted_posts):
+            log.warning(
+                "the prompt of interaction %s may or may not have been posted before a crash; "
+                "not posting it again",
+                interaction_id,
+            )
         for row in await self.db.read(pending_interactions):
             key = await self._key(row.thread_id)
             if key is not None:
@@ -137,7 +155,7 @@ class Interactions:
             current = await self.db.read(get_interaction, row.id)
             if current is not None and current.state != "pending":
                 return current  # answered while this run was not waiting (after a restart)
-            if row.platform_message_id is None:
+            if await self.db.run_transaction(claim_post, row.id):
                 await self._post(key, row, asked.prompt(row.id))
             with self.park(), waiting():
                 try:
@@ -150,11 +168,25 @@ class Interactions:
             self._open.get(key, {}).pop(row.id, None)
 
     async def _post(self, key: ThreadKey, row: InteractionRow, prompt: Prompt) -> None:
+        """Post the prompt once: it was claimed (``sending``, committed) before this call, so a
+        crash before its message id is recorded leaves it ``unknown``, never posted twice."""
         connector = self.connectors.get(key.channel)
         if isinstance(connector, InteractiveConnector):
-            result = await connector.send_prompt(key, prompt)
+            try:
+                result = await connector.send_prompt(key, prompt)
+            except Exception as exc:  # a connector bug says nothing about what the platform got
+                log.error("send_prompt raised %s", type(exc).__name__, exc_info=exc)
+                result = SendResult.failed(ErrorClass.AMBIGUOUS, type(exc).__name__)
             if result.ok and result.platform_message_id:
                 await self.db.run_transaction(set_platform_message, row.id, result.platform_message_id)
+                return
+            if result.error_class is ErrorClass.AMBIGUOUS:
+                await self.db.run_transaction(set_post_unknown, row.id)
+                log.warning(
+                    "the prompt may or may not have been posted (%s); not posting it again",
+                    result.error,
+                    extra={"thread_id": row.thread_id},
+                )
                 return
             log.warning(
                 "could not post the prompt with buttons (%s); posting it as text",
@@ -236,7 +268,8 @@ class Interactions:
         self._open.get(key, {}).pop(row.id, None)
         summary = self.readings[row.kind].summary(answer)
         who = event.sender.display_name or event.sender.id
-        self._close(key, current, f"✅ {summary} — {who}")
+        tapped = event.platform_message_id if event.tap is not None else None
+        self._close(key, current, f"✅ {summary} — {who}", message_id=tapped)
         return IntakeResult(IntakeStatus.STORED, row.thread_id, reply=f"Got it: {summary}")
 
     async def _toast(self, event: InboundEvent, text: str, *, post: int | None = None) -> IntakeResult:
@@ -253,10 +286,13 @@ class Interactions:
 
     # ------------------------------------------------------------ closing prompts
 
-    def _close(self, key: ThreadKey, row: InteractionRow, text: str) -> None:
-        """Remove the prompt's buttons (in the background: a tap is answered first)."""
+    def _close(
+        self, key: ThreadKey, row: InteractionRow, text: str, *, message_id: str | None = None
+    ) -> None:
+        """Remove the prompt's buttons (in the background: a tap is answered first). A prompt
+        whose message id is unknown (a crash while it was posted) is closed where it was tapped."""
         connector = self.connectors.get(key.channel)
-        message_id = row.platform_message_id
+        message_id = row.platform_message_id or message_id
         if not isinstance(connector, InteractiveConnector) or not message_id or ":" in message_id:
             return
         if message_id == "text":

@@ -23,6 +23,7 @@ __all__ = [
     "NewInteraction",
     "add_approval_rule",
     "answer_interaction",
+    "claim_post",
     "create_interaction",
     "drop_checkpoints",
     "expire_interaction",
@@ -32,11 +33,13 @@ __all__ = [
     "pending_interactions",
     "save_checkpoint",
     "set_platform_message",
+    "set_post_unknown",
+    "settle_interrupted_posts",
 ]
 
 _COLUMNS = (
     "id, thread_id, run_id, call_id, kind, spec, answerers, expires_at, state, answer, answered_by, "
-    "platform_message_id, created_at, answered_at"
+    "platform_message_id, created_at, answered_at, post_state"
 )
 
 
@@ -68,6 +71,7 @@ class InteractionRow:
     platform_message_id: str | None
     created_at: float
     answered_at: float | None
+    post_state: str | None = None  # None (not posted) | sending | sent | unknown
 
 
 def _row(row: sqlite3.Row) -> InteractionRow:
@@ -87,6 +91,7 @@ def _row(row: sqlite3.Row) -> InteractionRow:
         platform_message_id=row["platform_message_id"],
         created_at=row["created_at"],
         answered_at=row["answered_at"],
+        post_state=row["post_state"],
     )
 
 
@@ -133,9 +138,38 @@ def pending_interactions(conn: sqlite3.Connection) -> list[InteractionRow]:
     return [_row(r) for r in rows]
 
 
+def claim_post(conn: sqlite3.Connection, interaction_id: str) -> bool:
+    """Mark the prompt ``sending`` before the platform call; False when it was posted, or its
+    posting begun, before (by this run before a crash): it is then never posted again."""
+    cursor = conn.execute(
+        "UPDATE interactions SET post_state = 'sending' WHERE id = ? AND post_state IS NULL",
+        (interaction_id,),
+    )
+    return cursor.rowcount == 1
+
+
 def set_platform_message(conn: sqlite3.Connection, interaction_id: str, message_id: str) -> None:
     """The platform message that shows the interaction (its buttons are removed from it later)."""
-    conn.execute("UPDATE interactions SET platform_message_id = ? WHERE id = ?", (message_id, interaction_id))
+    conn.execute(
+        "UPDATE interactions SET platform_message_id = ?, post_state = 'sent' WHERE id = ?",
+        (message_id, interaction_id),
+    )
+
+
+def set_post_unknown(conn: sqlite3.Connection, interaction_id: str) -> None:
+    """The platform may or may not show the prompt (a timeout after the request left)."""
+    conn.execute(
+        "UPDATE interactions SET post_state = 'unknown' WHERE id = ? AND post_state = 'sending'",
+        (interaction_id,),
+    )
+
+
+def settle_interrupted_posts(conn: sqlite3.Connection) -> list[str]:
+    """Prompts a crash left ``sending`` become ``unknown``; their ids."""
+    rows = conn.execute(
+        "UPDATE interactions SET post_state = 'unknown' WHERE post_state = 'sending' RETURNING id"
+    ).fetchall()
+    return [r["id"] for r in rows]
 
 
 def answer_interaction(

@@ -105,3 +105,78 @@ async def test_kill_9_while_a_question_and_an_approval_wait_then_taps_resume_bot
     calls = json.loads(counts.read_text())
     assert calls == {"ask": 1, "gate": 1, "resumed": 2}  # not asked again after the restart
     assert not log_failures(first_log)
+
+
+async def test_kill_9_while_the_prompt_is_posted_leaves_one_prompt_that_still_resumes_the_turn(
+    tmp_path: Path,
+) -> None:
+    """The prompt's sendMessage reaches the chat but its answer never comes back; kill -9 then.
+    After the restart the prompt is not posted again (it may or may not be there, and here it
+    is); a tap on it resumes the turn and its buttons are removed from the message tapped."""
+    counts = tmp_path / "counts.json"
+    async with (
+        fake_process("tests.fakes.telegram_api.standalone", tmp_path, "--latency", "0.01:0.05") as bot_api,
+        fake_process("tests.fakes.asking_model", tmp_path, "--counts", str(counts)) as model,
+    ):
+        channel = {
+            "name": "team-telegram",
+            "type": "telegram",
+            "token": bot_api.info["token"],
+            "api_base_url": bot_api.url,
+            "streaming": "off",
+        }
+        config = write_deployed_config(
+            tmp_path, model_url=model.url, model_kind="anthropic", channels=[channel]
+        )
+        persona_file = tmp_path / "personas" / "assistant" / "persona.yaml"
+        persona = yaml.safe_load(persona_file.read_text())
+        persona["capabilities"] = ["chat.ask"]
+        persona_file.write_text(yaml.safe_dump(persona), encoding="utf-8")
+        await post_json(f"{bot_api.url}/_fake/hang", {"method": "sendMessage", "deliver": True})
+
+        async def prompt() -> tuple[int, list[str]] | None:
+            buttons = (await get_json(f"{bot_api.url}/_fake/callbacks"))["buttons"]
+            shown = [(int(k.split(":")[1]), v) for k, v in buttons.items() if k.startswith(f"{ASKER}:") and v]
+            return shown[0] if shown else None
+
+        async with deployed_daemon(config) as daemon:
+            await post_json(
+                f"{bot_api.url}/_fake/inject",
+                {"messages": [{"chat_id": ASKER, "text": "ask", "user_id": ASKER}]},
+            )
+            message_id, labels = await _until(prompt, 60)
+            await daemon.kill()  # while sendMessage waits for an answer that never comes
+        assert labels == ["Yes", "No"]
+        async with deployed_daemon(config) as daemon:
+
+            async def resumed_waiting() -> bool:
+                return "not posting it again" in daemon.log()
+
+            await _until(resumed_waiting, 30)
+            await asyncio.sleep(1.0)  # the re-leased turn is waiting on the same prompt
+            assert (await get_json(f"{bot_api.url}/_fake/sent"))[str(ASKER)] == ["❓ Ship it?"]
+            await post_json(
+                f"{bot_api.url}/_fake/tap",
+                {"chat_id": ASKER, "message_id": message_id, "label": "Yes", "user_id": ASKER},
+            )
+
+            async def replied() -> list[str] | None:
+                sent = (await get_json(f"{bot_api.url}/_fake/sent")).get(str(ASKER), [])
+                return sent if len(sent) >= 2 else None
+
+            await _until(replied, 60)
+
+            async def closed() -> bool:
+                return await prompt() is None
+
+            await _until(closed, 30)
+            await asyncio.sleep(1.0)  # nothing more arrives
+            sent = (await get_json(f"{bot_api.url}/_fake/sent"))[str(ASKER)]
+            answers = (await get_json(f"{bot_api.url}/_fake/callbacks"))["answers"]
+            second_log = daemon.log()
+    assert len(sent) == 2, sent  # one prompt, one reply
+    assert sent[0].startswith("❓ Ship it?") and sent[0].endswith("✅ yes — User5101")
+    assert sent[1] == 'answered: {"action": "answer", "content": {"value": true}}'
+    assert list(answers.values()) == ["Got it: yes"]
+    assert json.loads(counts.read_text()) == {"ask": 1, "resumed": 1}
+    assert not log_failures(second_log)

@@ -159,7 +159,13 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
         answers = {q: a.get("text") for q, a in fake.callbacks.answers.items()}
         return web.json_response({"buttons": buttons, "answers": answers})
 
+    async def hang(request: web.Request) -> web.Response:
+        body = await request.json()
+        fake.hang_next(str(body["method"]), deliver=bool(body.get("deliver")))
+        return web.json_response({})
+
     return [
+        web.post("/_fake/hang", hang),
         web.post("/_fake/tap", tap),
         web.get("/_fake/callbacks", callbacks),
         web.post("/_fake/inject", inject),

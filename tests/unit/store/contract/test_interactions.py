@@ -61,3 +61,22 @@ async def test_a_checkpoint_resumes_its_run_until_the_thread_drops_it(store: Bac
     assert await store.write(rows.load_checkpoint, run_id) == {"history": [1]}
     await store.write(rows.drop_checkpoints, thread_id)
     assert await store.write(rows.load_checkpoint, run_id) is None
+
+
+async def test_a_prompt_is_claimed_once_and_a_crash_leaves_it_unknown(store: Backend) -> None:
+    thread_id = await _thread(store)
+    row, _ = await store.write(rows.create_interaction, _new(thread_id), 1.0)
+    assert row.post_state is None
+    assert await store.write(rows.claim_post, row.id)
+    assert not await store.write(rows.claim_post, row.id)  # the resumed run does not post it again
+    assert await store.write(rows.settle_interrupted_posts) == [row.id]
+    assert await store.write(rows.settle_interrupted_posts) == []
+    got = await store.read(rows.get_interaction, row.id)
+    assert got is not None and (got.post_state, got.platform_message_id) == ("unknown", None)
+    assert not await store.write(rows.claim_post, row.id)
+    other, _ = await store.write(rows.create_interaction, _new(thread_id, "other123", "call-2"), 2.0)
+    assert await store.write(rows.claim_post, other.id)
+    await store.write(rows.set_platform_message, other.id, "77")
+    assert await store.write(rows.settle_interrupted_posts) == []
+    got = await store.read(rows.get_interaction, other.id)
+    assert got is not None and (got.post_state, got.platform_message_id) == ("sent", "77")
