@@ -58,10 +58,12 @@ class Attachment:
 @dataclass(frozen=True, slots=True)
 class Tap:
     """A user picked ``values`` (option ids; one for a button) on the prompt ``prompt_id``
-    (:mod:`connectors.interactive`)."""
+    (:mod:`connectors.interactive`). ``action`` ``toggle`` flips one option of a multi-choice
+    prompt shown as toggle buttons; ``submit`` answers with the options toggled on."""
 
     prompt_id: str
     values: tuple[str, ...]
+    action: str = "pick"  # pick | toggle | submit
 
 
 @dataclass(slots=True)

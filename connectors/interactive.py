@@ -10,6 +10,9 @@ options (:func:`numbered_text`) and the reply is read by number or text.
 
 Callback data is ``t:<prompt id>:<option id>`` (:func:`callback_data`): the prompt id is a
 short random id looked up in the store, never the payload, so it fits Telegram's 64 bytes.
+Where a multi-choice prompt is shown as toggle buttons (:class:`ToggleConnector`), a choice's
+button carries ``+<option id>`` (:func:`toggle_data`) and the Submit button ``=``
+(:func:`submit_data`); the options toggled on are kept in the store, not in the buttons.
 """
 
 from __future__ import annotations
@@ -26,15 +29,19 @@ __all__ = [
     "Prompt",
     "PromptOption",
     "Tap",
+    "ToggleConnector",
     "callback_data",
     "numbered_text",
     "parse_callback",
     "parse_select",
     "select_id",
+    "submit_data",
+    "toggle_data",
 ]
 
 MAX_BUTTONS = 10  # more options than this are shown as a select menu where the platform has one
 _PREFIX = "t"
+_TOGGLE, _SUBMIT = "+", "="
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +64,7 @@ class Prompt:
     options: tuple[PromptOption, ...] = ()
     multi: bool = False
     hint: str | None = None
+    selected: frozenset[str] = frozenset()  # options toggled on so far (toggle buttons)
 
     def use_select(self) -> bool:
         return self.multi or len(self.options) > MAX_BUTTONS
@@ -73,8 +81,25 @@ class InteractiveConnector(Protocol):
         """Replace the prompt's message with ``text`` and no buttons. Best effort; never raises."""
 
 
+@runtime_checkable
+class ToggleConnector(Protocol):
+    """A connector that shows a multi-choice prompt as toggle buttons and a Submit button,
+    redrawn after each toggle."""
+
+    async def show_selection(self, thread: ThreadKey, message_id: str, prompt: Prompt) -> None:
+        """Redraw the prompt's buttons with ``prompt.selected`` marked. Best effort; never raises."""
+
+
 def callback_data(prompt_id: str, option_id: str) -> str:
     return f"{_PREFIX}:{prompt_id}:{option_id}"
+
+
+def toggle_data(prompt_id: str, option_id: str) -> str:
+    return f"{_PREFIX}:{prompt_id}:{_TOGGLE}{option_id}"
+
+
+def submit_data(prompt_id: str) -> str:
+    return f"{_PREFIX}:{prompt_id}:{_SUBMIT}"
 
 
 def parse_callback(data: object) -> Tap | None:
@@ -84,7 +109,12 @@ def parse_callback(data: object) -> Tap | None:
     parts = data.split(":")
     if len(parts) != 3 or parts[0] != _PREFIX or not parts[1] or not parts[2]:
         return None
-    return Tap(parts[1], (parts[2],))
+    option = parts[2]
+    if option == _SUBMIT:
+        return Tap(parts[1], (), "submit")
+    if option.startswith(_TOGGLE) and len(option) > 1:
+        return Tap(parts[1], (option[1:],), "toggle")
+    return Tap(parts[1], (option,))
 
 
 def select_id(prompt_id: str) -> str:

@@ -5,6 +5,9 @@ under Telegram's 64 bytes; the prompt itself is looked up in the store. A tap be
 :class:`~connectors.base.InboundEvent` whose ``event_id`` is the callback query id (Telegram
 redelivers the update with the same id), answered with ``answerCallbackQuery`` after intake
 returns. Closing a prompt edits its text and drops the keyboard in one ``editMessageText``.
+
+A multi-choice prompt shows one toggle button per choice (☐/☑), then Submit (and Skip): a tap
+toggles the choice in the store and the keyboard is redrawn with ``editMessageReplyMarkup``.
 """
 
 from __future__ import annotations
@@ -16,21 +19,25 @@ from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 from telegram.error import TelegramError
 
 from connectors.base import InboundEvent, Sender, SendResult, ThreadKey
-from connectors.interactive import Prompt, callback_data, numbered_text, parse_callback
+from connectors.interactive import Prompt, callback_data, parse_callback, submit_data, toggle_data
 from connectors.policy import ChannelPolicy
 from connectors.telegram.api import TelegramBot, redact
 from connectors.telegram.inbound import chat_type_of, thread_key_of
 from connectors.telegram.sending import chat_ref, classify
 
-__all__ = ["answer_tap", "close_prompt", "read_tap", "send_prompt"]
+__all__ = ["answer_tap", "close_prompt", "read_tap", "send_prompt", "show_selection"]
 
 log = logging.getLogger("talon.connectors.telegram")
 
 _PER_ROW = 2
 _TOAST_CHARS = 200  # answerCallbackQuery text holds 0-200 characters
+_ON, _OFF = "☑", "☐"
+_TOGGLE_HINT = "Tap your choices, then Submit."
 
 
 def keyboard(prompt: Prompt) -> InlineKeyboardMarkup:
+    if prompt.multi:
+        return _toggles(prompt)
     buttons = [
         InlineKeyboardButton(o.label, callback_data=callback_data(prompt.id, o.id)) for o in prompt.options
     ]
@@ -39,21 +46,40 @@ def keyboard(prompt: Prompt) -> InlineKeyboardMarkup:
     return InlineKeyboardMarkup(rows)
 
 
+def _toggles(prompt: Prompt) -> InlineKeyboardMarkup:
+    """One toggle per choice, a row each (labels stay readable), then Submit and Skip."""
+    rows = [
+        [
+            InlineKeyboardButton(
+                f"{_ON if o.id in prompt.selected else _OFF} {o.label}",
+                callback_data=toggle_data(prompt.id, o.id),
+            )
+        ]
+        for o in prompt.options
+        if o.id != "skip"
+    ]
+    last = [InlineKeyboardButton("Submit", callback_data=submit_data(prompt.id))]
+    last += [
+        InlineKeyboardButton(o.label, callback_data=callback_data(prompt.id, o.id))
+        for o in prompt.options
+        if o.id == "skip"
+    ]
+    return InlineKeyboardMarkup([*rows, last])
+
+
 def _topic(thread: ThreadKey) -> int | None:
     return int(thread.topic) if thread.topic and thread.topic.isdigit() else None
 
 
 async def send_prompt(bot: TelegramBot, thread: ThreadKey, prompt: Prompt) -> SendResult:
-    """Post the prompt; several choices at once (multi) are answered by reply, so those get
-    numbered text and only the buttons that answer alone (skip)."""
-    text = numbered_text(prompt) if prompt.multi else prompt.text
-    shown = Prompt(prompt.id, text, tuple(o for o in prompt.options if not prompt.multi or o.id == "skip"))
+    """Post the prompt with its keyboard (toggles and Submit for several choices at once)."""
+    text = f"{prompt.text}\n\n{_TOGGLE_HINT}" if prompt.multi else prompt.text
     try:
         message = await bot.send_message(
             chat_ref(thread.chat_id),
             text[:4096],
             message_thread_id=_topic(thread),
-            reply_markup=keyboard(shown) if shown.options else None,
+            reply_markup=keyboard(prompt) if prompt.options else None,
         )
     except Exception as exc:
         return classify(exc, bot.token)
@@ -66,6 +92,16 @@ async def close_prompt(bot: TelegramBot, thread: ThreadKey, message_id: str, tex
         await bot.edit_message_text(text[:4096], chat_id=chat_ref(thread.chat_id), message_id=int(message_id))
     except (TelegramError, ValueError) as exc:
         log.warning("could not close a prompt's buttons: %s", redact(str(exc), bot.token))
+
+
+async def show_selection(bot: TelegramBot, thread: ThreadKey, message_id: str, prompt: Prompt) -> None:
+    """Redraw a multi-choice keyboard with ``prompt.selected`` ticked. Best effort."""
+    try:
+        await bot.edit_message_reply_markup(
+            chat_id=chat_ref(thread.chat_id), message_id=int(message_id), reply_markup=keyboard(prompt)
+        )
+    except (TelegramError, ValueError) as exc:
+        log.info("could not redraw a prompt's toggles: %s", redact(str(exc), bot.token))
 
 
 def read_tap(

@@ -261,6 +261,11 @@ class TelegramConnector:
         if self._bot is not None:
             await buttons.close_prompt(self._bot, thread, message_id, text)
 
+    async def show_selection(self, thread: ThreadKey, message_id: str, prompt: Prompt) -> None:
+        """A multi-choice prompt's toggles redrawn with the selection ticked. Never raises."""
+        if self._bot is not None:
+            await buttons.show_selection(self._bot, thread, message_id, prompt)
+
     async def stop(self) -> None:
         """Stop receiving, end typing indicators and close HTTP sessions. Idempotent."""
         await self._typing.stop_all()

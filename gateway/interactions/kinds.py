@@ -100,7 +100,12 @@ def _approval_summary(answer: dict[str, Any] | None) -> str:
 
 
 READINGS: dict[str, Reading] = {
-    "question": Reading(answer_from_options, answer_from_text, answer_summary),
+    "question": Reading(
+        answer_from_options,
+        answer_from_text,
+        answer_summary,
+        lambda prompt_id, spec: prompt_for("question", prompt_id, spec),
+    ),
     "plan": Reading(_plan_options, _plan_text, _plan_summary),
     "approval": Reading(_approval_options, _approval_text, _approval_summary),
 }

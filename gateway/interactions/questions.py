@@ -88,7 +88,7 @@ def question_prompt(prompt_id: str, spec: dict[str, Any], asker: str | None) -> 
         options = [PromptOption("y", "Yes", "primary"), PromptOption("n", "No")]
     elif kind in ("choice", "multi_choice"):
         options = [PromptOption(str(i), c) for i, c in enumerate(spec["choices"], 1)]
-    if spec.get("allow_skip") and kind != "multi_choice":
+    if spec.get("allow_skip"):
         options.append(PromptOption(SKIP, "Skip"))
     hints = {
         "text": "Reply with your answer.",

@@ -15,6 +15,7 @@ same transaction, and never starts a turn. The prompt's buttons are then removed
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 import sqlite3
@@ -33,7 +34,7 @@ from connectors.base import (
     SendResult,
     ThreadKey,
 )
-from connectors.interactive import InteractiveConnector, Prompt, numbered_text
+from connectors.interactive import InteractiveConnector, Prompt, ToggleConnector, numbered_text
 from gateway.commands import command_of
 from gateway.interactions.clock import waiting
 from gateway.store.db import Database
@@ -50,6 +51,7 @@ from gateway.store.interactions import (
     set_platform_message,
     set_post_unknown,
     settle_interrupted_posts,
+    toggle_selection,
 )
 from gateway.store.messages import record_event
 from gateway.store.threads import get_thread
@@ -72,6 +74,7 @@ class Reading:
     from_options: Callable[[dict[str, Any], tuple[str, ...]], Any]
     from_text: Callable[[dict[str, Any], str], tuple[Any, str | None]]
     summary: Callable[[Any], str]
+    prompt: Callable[[str, dict[str, Any]], Prompt] | None = None  # (prompt id, spec) -> the prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +227,15 @@ class Interactions:
             row = await self.db.read(get_interaction, event.tap.prompt_id)
             if row is None:
                 return await self._toast(event, "This button is no longer valid.")
-            return await self._answer(
-                event, row, self.readings[row.kind].from_options(row.spec, event.tap.values)
-            )
+            if event.tap.action == "toggle":
+                return await self._toggle(event, row, event.tap.values[0])
+            if event.tap.action == "submit":
+                if not row.selection and row.state == "pending":
+                    return await self._toast(event, "Pick at least one choice, then tap Submit.")
+                values = row.selection
+            else:
+                values = event.tap.values
+            return await self._answer(event, row, self.readings[row.kind].from_options(row.spec, values))
         for row in reversed(list(self._open.get(event.thread_key, {}).values())):
             if not _may_answer(row, event.sender.id):
                 continue
@@ -239,14 +248,11 @@ class Interactions:
         return None
 
     async def _answer(self, event: InboundEvent, row: InteractionRow, answer: Any) -> IntakeResult:
+        refusal = _refusal(row, event.sender.id)
+        if refusal:
+            return await self._toast(event, refusal)
         if answer is None:
             return await self._toast(event, "That is not one of the options.")
-        if row.state != "pending":
-            return await self._toast(event, _closed_words(row))
-        if not _may_answer(row, event.sender.id):
-            return await self._toast(event, "Only the person it was asked of may answer this.")
-        if row.expires_at <= time.time():
-            return await self._toast(event, "This question has expired.")
 
         def commit(conn: sqlite3.Connection) -> bool | None:
             if not record_event(conn, event.channel, event.event_id, "answer", time.time()):
@@ -271,6 +277,43 @@ class Interactions:
         tapped = event.platform_message_id if event.tap is not None else None
         self._close(key, current, f"✅ {summary} — {who}", message_id=tapped)
         return IntakeResult(IntakeStatus.STORED, row.thread_id, reply=f"Got it: {summary}")
+
+    async def _toggle(self, event: InboundEvent, row: InteractionRow, option_id: str) -> IntakeResult:
+        """Flip one choice of a multi-choice prompt shown as toggle buttons; the selection is
+        committed (it survives a restart) and the buttons redrawn before the tap is answered."""
+        make = self.readings[row.kind].prompt
+        prompt = make(row.id, row.spec) if make is not None else None
+        choices = [o for o in prompt.options if o.id != "skip"] if prompt is not None and prompt.multi else []
+        if option_id not in {o.id for o in choices}:
+            return await self._toast(event, "That is not one of the options.")
+        refusal = _refusal(row, event.sender.id)
+        if refusal:
+            return await self._toast(event, refusal)
+        order = [o.id for o in choices]
+
+        def commit(conn: sqlite3.Connection) -> tuple[str, ...] | bool | None:
+            if not record_event(conn, event.channel, event.event_id, "toggle", time.time()):
+                return False
+            return toggle_selection(conn, row.id, option_id, order)
+
+        selection = await self.db.run_transaction(commit)
+        if selection is False:
+            return IntakeResult(IntakeStatus.DUPLICATE, row.thread_id)
+        if selection is None:
+            current = await self.db.read(get_interaction, row.id)
+            return IntakeResult(IntakeStatus.STORED, row.thread_id, reply=_closed_words(current or row))
+        assert prompt is not None and isinstance(selection, tuple)
+        connector = self.connectors.get(event.thread_key.channel)
+        message_id = row.platform_message_id or event.platform_message_id
+        if isinstance(connector, ToggleConnector) and message_id and ":" not in message_id:
+            shown = dataclasses.replace(prompt, selected=frozenset(selection))
+            await connector.show_selection(event.thread_key, message_id, shown)
+        labels = [o.label for o in choices if o.id in selection]
+        return IntakeResult(
+            IntakeStatus.STORED,
+            row.thread_id,
+            reply=f"Selected: {', '.join(labels)}" if labels else "Nothing selected",
+        )
 
     async def _toast(self, event: InboundEvent, text: str, *, post: int | None = None) -> IntakeResult:
         """Refuse a tap or reply: the tap's answer says why (a reply gets a notice in the chat);
@@ -315,6 +358,17 @@ class Interactions:
                 return None
             key = self._keys[thread_id] = thread.key
         return key
+
+
+def _refusal(row: InteractionRow, sender_id: str) -> str | None:
+    """Why ``sender_id`` may not answer ``row`` now; None when they may."""
+    if row.state != "pending":
+        return _closed_words(row)
+    if not _may_answer(row, sender_id):
+        return "Only the person it was asked of may answer this."
+    if row.expires_at <= time.time():
+        return "This question has expired."
+    return None
 
 
 def _may_answer(row: InteractionRow, sender_id: str) -> bool:

@@ -35,11 +35,12 @@ __all__ = [
     "set_platform_message",
     "set_post_unknown",
     "settle_interrupted_posts",
+    "toggle_selection",
 ]
 
 _COLUMNS = (
     "id, thread_id, run_id, call_id, kind, spec, answerers, expires_at, state, answer, answered_by, "
-    "platform_message_id, created_at, answered_at, post_state"
+    "platform_message_id, created_at, answered_at, post_state, selection"
 )
 
 
@@ -72,6 +73,7 @@ class InteractionRow:
     created_at: float
     answered_at: float | None
     post_state: str | None = None  # None (not posted) | sending | sent | unknown
+    selection: tuple[str, ...] = ()  # options toggled on (toggle buttons), in option order
 
 
 def _row(row: sqlite3.Row) -> InteractionRow:
@@ -92,6 +94,7 @@ def _row(row: sqlite3.Row) -> InteractionRow:
         created_at=row["created_at"],
         answered_at=row["answered_at"],
         post_state=row["post_state"],
+        selection=tuple(json.loads(row["selection"])) if row["selection"] else (),
     )
 
 
@@ -170,6 +173,25 @@ def settle_interrupted_posts(conn: sqlite3.Connection) -> list[str]:
         "UPDATE interactions SET post_state = 'unknown' WHERE post_state = 'sending' RETURNING id"
     ).fetchall()
     return [r["id"] for r in rows]
+
+
+def toggle_selection(
+    conn: sqlite3.Connection, interaction_id: str, option_id: str, order: Sequence[str]
+) -> tuple[str, ...] | None:
+    """Flip ``option_id`` in the interaction's selection (kept in ``order``); the selection now,
+    or None when the interaction is no longer pending."""
+    row = conn.execute(
+        "SELECT selection FROM interactions WHERE id = ? AND state = 'pending'", (interaction_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    picked = set(json.loads(row["selection"]) if row["selection"] else ())
+    picked ^= {option_id}
+    selection = tuple(o for o in order if o in picked)
+    conn.execute(
+        "UPDATE interactions SET selection = ? WHERE id = ?", (json.dumps(list(selection)), interaction_id)
+    )
+    return selection
 
 
 def answer_interaction(

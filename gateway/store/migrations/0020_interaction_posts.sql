@@ -4,3 +4,7 @@
 -- never posted again, and a tap on it tells which message to close).
 ALTER TABLE interactions ADD COLUMN post_state TEXT;
 UPDATE interactions SET post_state = 'sent' WHERE platform_message_id IS NOT NULL;
+
+-- The options toggled on so far on a multi-choice prompt shown as toggle buttons (JSON list of
+-- option ids), kept here so that a restart shows and submits the same selection.
+ALTER TABLE interactions ADD COLUMN selection TEXT;

@@ -133,3 +133,50 @@ async def test_an_unanswered_approval_fails_closed(tmp_path: Path) -> None:
     assert [a[:2] for a in audit] == [("approval", None), ("approval", "timeout")]
     assert doc == []
     assert json.loads(json.dumps(audit[1][2])) == "refused: approval timed out"
+
+
+async def test_multi_choice_toggles_survive_a_restart_and_submit_answers_with_them(tmp_path: Path) -> None:
+    ask = Call(
+        "ask_question",
+        {
+            "question": "Which?",
+            "type": "multi_choice",
+            "choices": ["red", "green", "blue"],
+            "allow_skip": True,
+        },
+    )
+    async with FakeTelegramAPI() as telegram, FakeAnthropic(responder=_script(ask)) as fake:
+        config = _config(tmp_path, fake, telegram, {"capabilities": ["chat.ask"]})
+
+        def labels(message_id: int) -> list[str]:
+            return [b["text"] for b in telegram.callbacks.buttons(CHAT, message_id)]
+
+        async def tap(message_id: int, label: str) -> dict[str, Any]:
+            query = telegram.callbacks.tap(CHAT, message_id, label, user_id=CHAT)
+            await _until(lambda: query in telegram.callbacks.answers)
+            return telegram.callbacks.answers[query]
+
+        async with running_gateway(config):
+            telegram.inject_message(CHAT, "pick", user_id=CHAT)
+            [prompt] = await telegram.wait_for_sent(CHAT, 1, timeout=30)
+            mid = prompt.message_id
+            assert labels(mid) == ["☐ red", "☐ green", "☐ blue", "Submit", "Skip"]
+            assert all(len(b["callback_data"].encode()) <= 64 for b in telegram.callbacks.buttons(CHAT, mid))
+            assert (await tap(mid, "Submit"))["text"] == "Pick at least one choice, then tap Submit."
+            assert (await tap(mid, "☐ blue"))["text"] == "Selected: blue"
+            assert (await tap(mid, "☐ red"))["text"] == "Selected: red, blue"
+            assert labels(mid)[:3] == ["☑ red", "☐ green", "☑ blue"]
+            stranger = telegram.callbacks.tap(CHAT, mid, "☐ green", user_id=CHAT + 1)
+            await _until(lambda: stranger in telegram.callbacks.answers)
+        assert (
+            telegram.callbacks.answers[stranger]["text"] == "Only the person it was asked of may answer this."
+        )
+        async with running_gateway(config):  # the selection is in the store, not in this process
+            assert (await tap(mid, "☑ red"))["text"] == "Selected: blue"
+            assert (await tap(mid, "☐ green"))["text"] == "Selected: green, blue"
+            assert (await tap(mid, "Submit"))["text"] == "Got it: green, blue"
+            sent = await telegram.wait_for_sent(CHAT, 2, timeout=30)
+            await _until(lambda: not telegram.callbacks.buttons(CHAT, mid))
+    assert sent[1].text == 'result: {"action": "answer", "content": {"value": ["green", "blue"]}}'
+    assert telegram.sent_messages(CHAT)[0].text.endswith("✅ green, blue — User4242")
+    assert len(telegram.sent_messages(CHAT)) == 2
