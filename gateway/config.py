@@ -334,6 +334,7 @@ class Settings(_Strict):
             values.extend(site.token for site in getattr(ch, "sites", ()))
         if self.http is not None:
             values.append(self.http.metrics_token)
+            values += [route.secret for route in self.http.webhooks]
         values.extend(self.traces.headers.values())
         return [v for v in values if v and len(v) >= 6 and v != "none"]
 
@@ -475,6 +476,21 @@ def _describe(
     return list(dict.fromkeys(problems))
 
 
+def _webhook_problems(raw: dict[str, Any], channels: list[str]) -> list[str]:
+    http = raw.get("http") if isinstance(raw.get("http"), dict) else {}
+    routes = http.get("webhooks") if isinstance(http.get("webhooks"), list) else []
+    problems = []
+    for i, route in enumerate(routes):
+        if isinstance(route, dict) and "channel" in route and route["channel"] not in channels:
+            guess = did_you_mean(str(route["channel"]), channels)
+            problems.append(
+                f"http.webhooks[{i}].channel: no channel named {route['channel']!r}; "
+                + (f"did you mean {guess!r}? " if guess else "")
+                + f"use one of {', '.join(channels) or '(none: add one under channels)'}"
+            )
+    return problems
+
+
 def _cross_check(raw: dict[str, Any]) -> list[str]:
     """Checks across keys. Works on the raw mapping so that it runs (and reports) even
     when some values failed validation."""
@@ -527,6 +543,7 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
                 + (f"did you mean {guess!r}? " if guess else "")
                 + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'}"
             )
+    problems += _webhook_problems(raw, [str(n) for n in names])
     problems += voice_problems(raw)
     problems += image_problems(raw)
     return problems

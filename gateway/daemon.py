@@ -259,15 +259,23 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         control=control,
         interactions=interactions,
     )
-    return dataclasses.replace(parts, http=_http_server(settings, parts))
+    return dataclasses.replace(parts, http=_http_server(settings, parts, personas))
 
 
-def _http_server(settings: Settings, c: Components) -> HttpServer | None:
+def _http_server(settings: Settings, c: Components, personas: Mapping[str, Persona]) -> HttpServer | None:
     """The HTTP server with the features the config turns on; None without ``http:`` (aiohttp's
     server side is imported only then)."""
     if settings.http is None:
         return None
     from gateway.http.server import HttpServer
+
+    unknown = [
+        f"http.webhooks[{i}].persona: no persona named {r.persona!r}; use one of {', '.join(sorted(personas))}"
+        for i, r in enumerate(settings.http.webhooks)
+        if r.persona not in personas
+    ]
+    if unknown:
+        raise ConfigError(unknown)
 
     return HttpServer(settings.http, _http_features(settings, c), data_path=settings.data_path)
 
@@ -286,6 +294,10 @@ def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
         )
     # A channel served over HTTP (type: web) is a feature too: it adds its own routes.
     features += [ch for ch in c.connectors.values() if isinstance(ch, HttpFeature)]
+    if http.webhooks:
+        from gateway.http.webhooks import WebhooksFeature
+
+        features.append(WebhooksFeature(http.webhooks, c.intake))
     return features
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "TURNS",
     "TURN_COST",
     "TURN_SECONDS",
+    "WEBHOOK_DELIVERIES",
 ]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -94,5 +95,11 @@ OUTBOX_SEND_SECONDS = Histogram(
     "Time of one platform send call",
     ["channel"],
     buckets=_FAST,
+    registry=REGISTRY,
+)
+WEBHOOK_DELIVERIES = Counter(
+    "talon_webhook_deliveries",
+    "Inbound webhook requests by route and the HTTP status answered (202, 400, 401, 429, 503)",
+    ["route", "status"],
     registry=REGISTRY,
 )

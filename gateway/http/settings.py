@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import Any, Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.model_types import StrictModel
 
-__all__ = ["DEFAULT_LISTEN", "HttpSettings", "is_loopback_host", "split_listen"]
+__all__ = ["DEFAULT_LISTEN", "HttpSettings", "WebhookRoute", "is_loopback_host", "split_listen"]
 
 DEFAULT_LISTEN = "127.0.0.1:8787"
 
@@ -40,6 +40,43 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+class WebhookRoute(StrictModel):
+    name: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$", description="the route's name in logs and metrics; unique"
+    )
+    path: str = Field(
+        pattern=r"^/hooks/[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$",
+        description="where senders POST, under /hooks/ (e.g. /hooks/github)",
+    )
+    auth: Literal["github", "gitlab", "bearer"] = Field(
+        description="github: X-Hub-Signature-256 HMAC of the body; gitlab: X-Gitlab-Token; "
+        "bearer: Authorization: Bearer <secret>"
+    )
+    secret: str = Field(
+        min_length=16,
+        description='the shared secret (at least 16 characters); write it as "${HOOK_SECRET}"',
+    )
+    events: list[str] = Field(
+        [],
+        description="event names taken (X-GitHub-Event, X-Gitlab-Event, or X-Talon-Event for bearer); "
+        "empty = every event. Others are answered 202 and ignored",
+    )
+    prompt: str = Field(
+        min_length=1,
+        description="the message the persona gets: {dotted.keys} (and {list.0.key}) are filled from the "
+        "JSON payload, {{ and }} are literal braces; a missing key reads (missing key)",
+    )
+    persona: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", description="the persona that answers")
+    channel: str = Field(description="the channel the answer is posted in (a name from channels)")
+    chat: str = Field(description="the chat id in that channel; its thread holds the webhook turns")
+    per_minute: int = Field(30, ge=1, le=6000, description="deliveries accepted per minute; more get 429")
+
+    @field_validator("chat", mode="before")
+    @classmethod
+    def _chat_as_string(cls, value: Any) -> Any:
+        return None if value is None else str(value)
+
+
 class HttpSettings(StrictModel):
     listen: str = Field(
         DEFAULT_LISTEN,
@@ -60,6 +97,22 @@ class HttpSettings(StrictModel):
         None,
         description='a bearer token /metrics requires (write it as "${TALON_METRICS_TOKEN}"); null = none',
     )
+
+    webhooks: list[WebhookRoute] = Field(
+        [],
+        description="inbound webhooks: each route turns a signed POST into a persona's turn (docs/http.md)",
+    )
+
+    @model_validator(mode="after")
+    def _unique_routes(self) -> Self:
+        for key in ("name", "path"):
+            values = [getattr(r, key) for r in self.webhooks]
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise ValueError(
+                    f"webhooks: {key} {twice[0]!r} is used twice; each route needs its own {key}"
+                )
+        return self
 
     @field_validator("listen")
     @classmethod

@@ -13,6 +13,8 @@ a server that is still coming up does. The test drives the fake over HTTP under 
 - ``POST /_fake/inject`` ``{"messages": [{"chat_id", "text", "user_id", "chat_type"?, "voice_b64"?, "photo_b64"?,
   "media_group_id"?}]}``
   queues incoming messages; answers ``{"update_ids": [...]}``.
+- ``POST /_fake/chats`` ``{"chat_id", "chat_type"?}`` makes a chat known without a message (a
+  group the bot was added to), so the gateway can post there first.
 - ``GET /_fake/sent`` answers ``{"<chat_id>": ["text", ...]}``: every delivered message.
 - ``GET /_fake/messages`` answers ``{"<chat_id>": [{"message_id", "text", "edits", "versions",
   "deleted"}, ...]}``: every bot message as it is now, with the texts its edits replaced.
@@ -145,6 +147,11 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
             }
         )
 
+    async def chats(request: web.Request) -> web.Response:
+        body = await request.json()
+        fake.add_chat(int(body["chat_id"]), str(body.get("chat_type", "group")))
+        return web.json_response({"ok": True})
+
     async def tap(request: web.Request) -> web.Response:
         body = await request.json()
         query_id = fake.callbacks.tap(
@@ -167,6 +174,7 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
     return [
         web.post("/_fake/hang", hang),
         web.post("/_fake/tap", tap),
+        web.post("/_fake/chats", chats),
         web.get("/_fake/callbacks", callbacks),
         web.post("/_fake/inject", inject),
         web.get("/_fake/sent", sent),

@@ -99,6 +99,23 @@ def test_http_is_off_unless_configured_and_loopback_by_default() -> None:
         ({"listen": "127.0.0.1:99999"}, "http.listen: .*port 0-65535"),
         ({"public_url": "talon.example.com"}, "http.public_url: .*https://"),
         ({"lisen": "127.0.0.1:1"}, "http.lisen"),
+        (
+            {
+                "webhooks": [
+                    {
+                        "name": "gh",
+                        "path": "/hooks/gh",
+                        "auth": "github",
+                        "secret": "s" * 20,
+                        "prompt": "p",
+                        "persona": "ops",
+                        "channel": "tg-team",
+                        "chat": 1,
+                    }
+                ]
+            },
+            r"http\.webhooks\[0\]\.channel: no channel named 'tg-team'",
+        ),
     ],
 )
 def test_invalid_http_settings_name_the_key_and_the_fix(tmp_path: Path, http: dict, says: str) -> None:
