@@ -29,6 +29,7 @@ def test_the_annotated_example_is_valid(monkeypatch: pytest.MonkeyPatch) -> None
     ):
         monkeypatch.setenv(var, "x" * 12)
     monkeypatch.setenv("TALON_WEB_SITE_TOKEN", "w" * 24)
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", "g" * 24)
     settings = load_settings(ROOT / "deploy" / "talon.example.yaml")
     assert [c.type for c in settings.channels] == ["console", "telegram", "slack", "discord", "web"]
 
