@@ -38,6 +38,7 @@ from gateway.channel_settings import (
     WebSite,
 )
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
+from gateway.console_settings import ConsoleSettings
 from gateway.errors import ConfigError
 from gateway.http.settings import HttpSettings
 from gateway.image_settings import ImageSettings, image_problems
@@ -295,6 +296,11 @@ class Settings(_Strict):
     operator: OperatorSettings = Field(OperatorSettings(), description="where the operator is told things")
     http: HttpSettings | None = Field(
         None, description="the HTTP server (docs/http.md); null or absent = off"
+    )
+    console: ConsoleSettings | None = Field(
+        None,
+        description="the web console's users and sessions (docs/console.md); served at /console/ by the "
+        "HTTP server; null or absent = no console",
     )
     # Where this file lives; relative paths above are resolved against it.
     config_dir: Path = Field(Path("."), exclude=True)

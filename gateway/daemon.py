@@ -49,6 +49,7 @@ from gateway.pipeline import Bindings, Pipeline
 from gateway.poster import ChannelPoster
 from gateway.queue import TurnQueue
 from gateway.runtime.model import ModelProvider
+from gateway.schedule_ops import ScheduleOps
 from gateway.scheduler import Scheduler, record_result
 from gateway.scheduling.outcomes import ScheduleHook, ScheduleNotifier
 from gateway.status import StatusReporter
@@ -233,7 +234,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         status=status,
         notifier=poster,
         personas=sorted(personas),
-        extensions=[host_tools, DeadLetterOps(db, queue.notify)],
+        extensions=[host_tools, DeadLetterOps(db, queue.notify), ScheduleOps(db)],
     )
     parts = Components(
         db=db,

@@ -22,13 +22,28 @@ from gateway.cli import (
     service,
     skills,
     usage,
+    users,
 )
 from gateway.cli.common import EXIT_CONFIG, CommandError, common_options
 from gateway.config import ConfigError
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (init, service, chat, control, doctor, records, runs, usage, personas, skills, logs, completion)
+_GROUPS = (
+    init,
+    service,
+    chat,
+    control,
+    doctor,
+    records,
+    runs,
+    usage,
+    personas,
+    skills,
+    users,
+    logs,
+    completion,
+)
 
 
 def _version() -> str:

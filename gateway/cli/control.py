@@ -1,5 +1,5 @@
-"""``talon status``, ``talon send`` and ``talon dead-letters``: the running daemon, through its
-control socket."""
+"""``talon status``, ``talon send``, ``talon dead-letters`` and ``talon schedules``: the running
+daemon, through its control socket (the last two act on the database when it is stopped)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,19 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("action", nargs="?", choices=("list", "retry", "drop"), default="list")
     p.add_argument("id", nargs="?", type=int, help="the dead letter's number, as `list` shows it")
     p.set_defaults(handler=cmd_dead_letters, usage_error=p.error)
+
+    p = sub.add_parser(
+        "schedules",
+        parents=[common],
+        help="list schedules; pause, resume or run one now; show its history",
+        description="`list` (the default) shows every schedule with its next run and last result; "
+        "`pause ID` stops it firing, `resume ID` lets it fire again from now on (nothing missed while "
+        "paused is caught up), `run ID` fires it now, `history ID` shows its recent attempts. Through "
+        "the daemon when it runs; otherwise on the database, and the next start acts on it.",
+    )
+    p.add_argument("action", nargs="?", choices=("list", "pause", "resume", "run", "history"), default="list")
+    p.add_argument("id", nargs="?", help="the schedule's id, as `list` shows it")
+    p.set_defaults(handler=cmd_schedules, usage_error=p.error)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -114,6 +127,76 @@ def cmd_dead_letters(args: argparse.Namespace) -> int:
     else:
         print(f"dropped dead letter #{args.id}")
     return 0
+
+
+def cmd_schedules(args: argparse.Namespace) -> int:
+    from gateway.schedule_ops import CHANGES, OP, manage
+
+    if args.action != "list" and not args.id:
+        args.usage_error(f"{args.action} needs the schedule's ID (as `talon schedules` lists it)")
+    reply, offline = _through_daemon(
+        settings_for(args), {"op": OP, "action": args.action, "id": args.id}, manage, args.action in CHANGES
+    )
+    if reply.get("type") == "error" or not reply.get("ok"):
+        return fail(str(reply.get("error", "the daemon refused")))
+    later = "; the daemon acts on it when it starts" if offline else ""
+    if args.action == "list":
+        _print_schedules(reply.get("schedules", []))
+    elif args.action == "history":
+        runs = reply.get("runs", [])
+        for r in runs:
+            took = f"{r['duration_ms']} ms" if r.get("duration_ms") is not None else "-"
+            print(f"{r['due']:<25} #{r['attempt']:<2} {r['status']:<9} {took:>9}  {r.get('error') or ''}")
+        if not runs:
+            print(f"schedule {args.id} has not run yet")
+    else:
+        done = {"pause": "paused", "resume": "resumed", "run": "runs now"}[args.action]
+        print(f"schedule {args.id} {done}{later}")
+    return 0
+
+
+def _print_schedules(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no schedules")
+        return
+    print(
+        f"{'ID':<14} {'PERSONA':<12} {'LABEL':<20} {'WHEN':<25} {'TIMEZONE':<16} {'ON':<3} {'NEXT RUN':<25} LAST"
+    )
+    for s in rows:
+        when = s["cron_expr"] or (f"once {s['run_at']}" if s["run_at"] else "-")
+        last = f"{s['last_status']} at {s['last_run_at']}" if s["last_status"] else "-"
+        print(
+            f"{s['id']:<14} {s['persona']:<12} {(s['label'] or '-')[:20]:<20} {when:<25} {s['timezone']:<16} "
+            f"{'yes' if s['enabled'] else 'no':<3} {s['next_run_at'] or '-':<25} {last}"
+        )
+
+
+def _through_daemon(
+    settings: Settings, request: dict[str, Any], manage: Any, changes: bool
+) -> tuple[dict[str, Any], bool]:
+    """The daemon's reply to ``request``; when it is stopped, ``manage(db, action, id)`` on the
+    database instead (under the data-dir lock when it ``changes`` something). Returns the reply
+    and whether the daemon was stopped."""
+    from gateway.control_client import DaemonNotRunningError
+    from gateway.data_dir import AlreadyRunningError, DataDirLock
+
+    try:
+        return control_call(settings, request), False
+    except DaemonNotRunningError:
+        pass
+    action, item = request["action"], request["id"]
+    if not changes:
+        return read_database(settings, lambda db: manage(db, action, item)), True
+    lock = DataDirLock(settings.data_path)
+    try:
+        if settings.data_path.is_dir():
+            lock.acquire()
+    except AlreadyRunningError as exc:
+        raise CommandError(f"{exc} (its control socket did not answer)") from None
+    try:
+        return read_database(settings, lambda db: manage(db, action, item)), True
+    finally:
+        lock.release()
 
 
 def _without_daemon(settings: Settings, action: str, item_id: int | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``talon threads``, ``talon audit`` and ``talon schedules``: read the database, never write it."""
+"""``talon threads`` and ``talon audit``: read the database, never write it."""
 
 from __future__ import annotations
 
@@ -19,9 +19,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("audit", parents=[common], help="recent host-tool audit log entries")
     p.add_argument("--limit", type=int, default=50, help="how many entries (newest first; default 50)")
     p.set_defaults(handler=cmd_audit)
-
-    p = sub.add_parser("schedules", parents=[common], help="list schedules with their next run")
-    p.set_defaults(handler=cmd_schedules)
 
 
 def cmd_threads(args: argparse.Namespace) -> int:
@@ -48,26 +45,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(
             f"{when:<19}  {_dash(r.run_id):>5} {_dash(r.thread_id):>6}  {_dash(r.persona):<12} "
             f"{_dash(r.tool):<16} {r.decision:<8} {_dash(r.status):<7} {r.detail or ''}"
-        )
-    return 0
-
-
-def cmd_schedules(args: argparse.Namespace) -> int:
-    from gateway.scheduler import list_schedules
-
-    rows = read_database(settings_for(args), list_schedules)
-    if not rows:
-        print("no schedules")
-        return 0
-    print(
-        f"{'ID':<14} {'PERSONA':<12} {'LABEL':<20} {'WHEN':<25} {'TIMEZONE':<16} {'ON':<3} {'NEXT RUN':<25} LAST"
-    )
-    for s in rows:
-        when = s["cron_expr"] or (f"once {s['run_at']}" if s["run_at"] else "-")
-        last = f"{s['last_status']} at {s['last_run_at']}" if s["last_status"] else "-"
-        print(
-            f"{s['id']:<14} {s['persona']:<12} {(s['label'] or '-')[:20]:<20} {when:<25} {s['timezone']:<16} "
-            f"{'yes' if s['enabled'] else 'no':<3} {s['next_run_at'] or '-':<25} {last}"
         )
     return 0
 

@@ -1,0 +1,1 @@
+"""The operator console: signed-in users, server-rendered pages under ``/console/``."""
