@@ -552,4 +552,9 @@ def _cross_check(raw: dict[str, Any]) -> list[str]:
     problems += _webhook_problems(raw, [str(n) for n in names])
     problems += voice_problems(raw)
     problems += image_problems(raw)
+    if raw.get("console") is not None and raw.get("http") is None:
+        problems.append(
+            'console: the web console is served by the HTTP server; add http: {listen: "127.0.0.1:8787"} '
+            "(or remove console:)"
+        )
     return problems

@@ -278,10 +278,10 @@ def _http_server(settings: Settings, c: Components, personas: Mapping[str, Perso
     if unknown:
         raise ConfigError(unknown)
 
-    return HttpServer(settings.http, _http_features(settings, c), data_path=settings.data_path)
+    return HttpServer(settings.http, _http_features(settings, c, personas), data_path=settings.data_path)
 
 
-def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
+def _http_features(settings: Settings, c: Components, personas: Mapping[str, Persona]) -> list[HttpFeature]:
     """Every feature of the HTTP server, in the order their routes are added."""
     from gateway.http.features import HttpFeature
     from gateway.http.metrics import MetricsFeature
@@ -292,6 +292,16 @@ def _http_features(settings: Settings, c: Components) -> list[HttpFeature]:
     if http.metrics:
         features.append(
             MetricsFeature(c.db, c.connectors, token=http.metrics_token, timezone=settings.timezone)
+        )
+    if settings.console is not None:
+        from gateway.http.console.feature import ConsoleDeps, ConsoleFeature
+
+        features.append(
+            ConsoleFeature(
+                ConsoleDeps(
+                    db=c.db, settings=settings, personas=personas, status=c.status, notify=c.queue.notify
+                )
+            )
         )
     # A channel served over HTTP (type: web) is a feature too: it adds its own routes.
     features += [ch for ch in c.connectors.values() if isinstance(ch, HttpFeature)]

@@ -40,7 +40,7 @@ def seed(conn: sqlite3.Connection, *, threads: int = 1, messages: int = 4) -> Se
     for t in range(threads):
         thread_id = upsert_thread(
             conn, ThreadKey("console", f"chat-{t}", None), chat_type="dm", persona="assistant", now=now
-        )
+        ).id
         first = first or thread_id
         rows = [
             (thread_id, "user" if i % 2 == 0 else "assistant", f"message {i} of thread {t}", now + i * 1e-3)

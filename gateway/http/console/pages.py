@@ -83,7 +83,7 @@ class Pages:
             if exc.status == 429:
                 response.headers["Retry-After"] = "60"
             return response
-        response = web.HTTPSeeOther(_next(str(form.get("next", ""))))
+        response = web.Response(status=303, headers={"Location": _next(str(form.get("next", "")))})
         self.f.auth.set_session_cookie(response, token)
         return response
 
@@ -94,7 +94,7 @@ class Pages:
             return self.f.render(
                 "error.html", session, status=403, message="Reload the page and sign out again."
             )
-        response = web.HTTPSeeOther(f"{self.f_prefix}/login")
+        response = web.Response(status=303, headers={"Location": f"{self.f_prefix}/login"})
         await self.f.auth.sign_out(request, response)
         return response
 
