@@ -23,6 +23,7 @@ from gateway.delegation import DelegationError
 from gateway.documents import DocumentError
 from gateway.errors import ConfigError, PlatformError, RefusedError, TalonError, TransientError
 from gateway.host_tools import SessionError
+from gateway.http.console.auth import ConsoleRefusedError
 from gateway.image_format import ImageFormatError
 from gateway.intake import ShuttingDownError
 from gateway.interactions.questions import QuestionError
@@ -57,6 +58,7 @@ BRANCHES = (ConfigError, RefusedError, TransientError, PlatformError)
 BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SandboxError: ConfigError,
     AlreadyRunningError: RefusedError,
+    ConsoleRefusedError: RefusedError,
     FileTooLargeError: RefusedError,
     DocumentError: RefusedError,
     AudioToolError: RefusedError,

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from gateway.http.console.auth import Refused
+from gateway.http.console.auth import ConsoleRefusedError
 from gateway.http.console.sessions import Session
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class Actions:
         action = request.path.rsplit("/", 1)[1]
         raw = request.match_info["id"]
         if not raw.isdigit():
-            raise Refused(404, f"There is no dead letter {raw!r}.")
+            raise ConsoleRefusedError(404, f"There is no dead letter {raw!r}.")
         result = await manage(self.db, action, int(raw), notify=self.f.deps.notify)
         return await self._done(session, f"console.dead_letter.{action}", f"dead letter #{raw}", result, "/")
 
@@ -63,7 +63,7 @@ class Actions:
         detail = subject if ok else f"{subject}: {result.get('error')}"
         await self.f.auth.audit(session.user, what, "allowed", detail, status="ok" if ok else "error")
         if not ok:
-            raise Refused(409, str(result.get("error")))
+            raise ConsoleRefusedError(409, str(result.get("error")))
         verb = what.rsplit(".", 1)[1]
         note = f"{subject}: {verb} done"
         raise web.HTTPSeeOther(f"{PREFIX}{where}?done={quote(note)}")

@@ -22,13 +22,14 @@ from typing import Any
 from aiohttp import web
 
 from gateway.console_settings import ConsoleSettings
+from gateway.errors import RefusedError
 from gateway.http.console.login_limit import LoginLimiter
 from gateway.http.console.passwords import verify_password
 from gateway.http.console.sessions import Session, Sessions
 from gateway.store.audit import AuditRow, add_entries
 from gateway.store.db import Database
 
-__all__ = ["CONSOLE_AUTH", "LOGIN_COOKIE", "SESSION_COOKIE", "ConsoleAuth", "Refused"]
+__all__ = ["CONSOLE_AUTH", "LOGIN_COOKIE", "SESSION_COOKIE", "ConsoleAuth", "ConsoleRefusedError"]
 
 log = logging.getLogger("talon.console")
 
@@ -39,7 +40,7 @@ MAX_PASSWORD = 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class Refused(Exception):
+class ConsoleRefusedError(RefusedError):
     """A request the console refuses: ``status`` and the sentence shown."""
 
     def __init__(self, status: int, message: str):
@@ -85,25 +86,25 @@ class ConsoleAuth:
         """Check a posted sign-in form; returns the new session's token and the session.
 
         Raises:
-            Refused: a bad form token (403), too many failures (429), a wrong name or password (401).
+            ConsoleRefusedError: a bad form token (403), too many failures (429), a wrong name or password (401).
         """
         sent, cookie = str(form.get("csrf", "")), request.cookies.get(LOGIN_COOKIE, "")
         if not cookie or not hmac.compare_digest(sent.encode(), cookie.encode()):
-            raise Refused(403, "The sign-in form expired; load it again and sign in.")
+            raise ConsoleRefusedError(403, "The sign-in form expired; load it again and sign in.")
         name = str(form.get("name", ""))[:MAX_NAME].strip()
         password = str(form.get("password", ""))[:MAX_PASSWORD]
         address = request.remote or "unknown"
         wait = self.limiter.wait(address, name)
         if wait > 0:
             await self.audit(name, "console.sign_in", "refused", f"too many failed sign-ins from {address}")
-            raise Refused(429, f"Too many failed sign-ins; try again in {int(wait) + 1} seconds.")
+            raise ConsoleRefusedError(429, f"Too many failed sign-ins; try again in {int(wait) + 1} seconds.")
         user = self.settings.user(name) if name else None
         if not await verify_password(user.password_hash if user else None, password) or user is None:
             self.limiter.failed(address, name)
             await self.audit(
                 name or "-", "console.sign_in", "refused", f"wrong name or password from {address}"
             )
-            raise Refused(401, "Wrong name or password.")
+            raise ConsoleRefusedError(401, "Wrong name or password.")
         self.limiter.succeeded(address, name)
         token, session = self.sessions.open(user.name, user.role)
         await self.audit(user.name, "console.sign_in", "allowed", f"{user.role} from {address}")
@@ -134,29 +135,31 @@ class ConsoleAuth:
         """The session of a page's request.
 
         Raises:
-            Refused: nobody is signed in (401).
+            ConsoleRefusedError: nobody is signed in (401).
         """
         session = self.session_of(request)
         if session is None:
-            raise Refused(401, "Sign in first.")
+            raise ConsoleRefusedError(401, "Sign in first.")
         return session
 
     async def changer(self, request: web.Request, form: Any, what: str) -> Session:
         """The session of a change's request: signed in, the CSRF token sent back, an admin.
 
         Raises:
-            Refused: signed out (401), a missing or wrong CSRF token (403), a viewer (403).
+            ConsoleRefusedError: signed out (401), a missing or wrong CSRF token (403), a viewer (403).
         """
         session = self.session_of(request)
         if session is None:
-            raise Refused(401, "Sign in first.")
+            raise ConsoleRefusedError(401, "Sign in first.")
         sent = form.get("csrf") or request.headers.get("X-CSRF-Token")
         if not session.csrf_matches(sent):
             await self.audit(session.user, what, "refused", "missing or wrong CSRF token")
-            raise Refused(403, "This form expired or did not come from the console; reload the page.")
+            raise ConsoleRefusedError(
+                403, "This form expired or did not come from the console; reload the page."
+            )
         if not session.admin:
             await self.audit(session.user, what, "refused", "viewers may not change anything")
-            raise Refused(403, "Viewers may look but not change anything; ask an admin.")
+            raise ConsoleRefusedError(403, "Viewers may look but not change anything; ask an admin.")
         return session
 
     async def audit(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from gateway.http.console.auth import CONSOLE_AUTH, ConsoleAuth, Refused
+from gateway.http.console.auth import CONSOLE_AUTH, ConsoleAuth, ConsoleRefusedError
 from gateway.http.console.sessions import Session
 from gateway.store.db import Database
 
@@ -136,7 +136,7 @@ class ConsoleFeature:
                 raise web.HTTPSeeOther(f"{PREFIX}/login?next={_quote(request.path_qs)}")
             try:
                 return await handler(request, session)
-            except Refused as exc:
+            except ConsoleRefusedError as exc:
                 return self.render("error.html", session, status=exc.status, message=str(exc))
 
         return serve
@@ -148,13 +148,13 @@ class ConsoleFeature:
             form = await request.post()
             try:
                 session = await self.auth.changer(request, form, what)
-            except Refused as exc:
+            except ConsoleRefusedError as exc:
                 return self.render(
                     "error.html", self.auth.session_of(request), status=exc.status, message=str(exc)
                 )
             try:
                 return await handler(request, session, form)
-            except Refused as exc:
+            except ConsoleRefusedError as exc:
                 return self.render("error.html", session, status=exc.status, message=str(exc))
 
         return serve

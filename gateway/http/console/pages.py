@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from gateway.http.console.auth import Refused
+from gateway.http.console.auth import ConsoleRefusedError
 from gateway.http.console.sessions import Session
 from gateway.store import console_views
 from gateway.store.memory import list_items
@@ -37,7 +37,7 @@ def _int(value: str, what: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise Refused(404, f"There is no {what} {value!r}.") from None
+        raise ConsoleRefusedError(404, f"There is no {what} {value!r}.") from None
 
 
 class Pages:
@@ -78,7 +78,7 @@ class Pages:
         form = await request.post()
         try:
             token, _ = await self.f.auth.sign_in(request, form)
-        except Refused as exc:
+        except ConsoleRefusedError as exc:
             response = self._form(request, exc.status, str(exc))
             if exc.status == 429:
                 response.headers["Retry-After"] = "60"
@@ -132,7 +132,7 @@ class Pages:
 
         data = await self.db.read(read)
         if data is None:
-            raise Refused(404, f"There is no thread {thread_id}.")
+            raise ConsoleRefusedError(404, f"There is no thread {thread_id}.")
         return self.f.render("thread.html", session, page="threads", **data)
 
     async def run(self, request: web.Request, session: Session) -> web.StreamResponse:
@@ -146,7 +146,7 @@ class Pages:
 
         data = await self.db.read(read)
         if data is None:
-            raise Refused(404, f"There is no run {run_id}.")
+            raise ConsoleRefusedError(404, f"There is no run {run_id}.")
         return self.f.render("run.html", session, page="threads", **data)
 
     async def personas(self, request: web.Request, session: Session) -> web.StreamResponse:
@@ -156,7 +156,7 @@ class Pages:
     async def persona(self, request: web.Request, session: Session) -> web.StreamResponse:
         persona = self.f.deps.personas.get(request.match_info["name"])
         if persona is None:
-            raise Refused(404, f"There is no persona {request.match_info['name']!r}.")
+            raise ConsoleRefusedError(404, f"There is no persona {request.match_info['name']!r}.")
         return self.f.render("persona.html", session, p=self._persona(persona), page="personas")
 
     def _persona(self, persona: Any) -> dict[str, Any]:
@@ -188,7 +188,7 @@ class Pages:
         schedule_id = request.match_info["id"]
         found = [s for s in await list_schedules(self.db) if s["id"] == schedule_id]
         if not found:
-            raise Refused(404, f"There is no schedule {schedule_id!r}.")
+            raise ConsoleRefusedError(404, f"There is no schedule {schedule_id!r}.")
         history = await manage(self.db, "history", schedule_id)
         runs = history.get("runs", [])[::-1]
         return self.f.render("schedule.html", session, s=found[0], runs=runs, page="schedules")
