@@ -13,13 +13,13 @@ from gateway.http.console.auth import ConsoleRefusedError
 from gateway.http.console.sessions import Session
 
 if TYPE_CHECKING:
-    from gateway.http.console.feature import ConsoleFeature
+    from gateway.http.console.context import Console
 
 __all__ = ["Actions"]
 
 
 class Actions:
-    def __init__(self, feature: ConsoleFeature):
+    def __init__(self, feature: Console):
         self.f = feature
         self.db = feature.deps.db
 
@@ -57,7 +57,7 @@ class Actions:
     async def _done(
         self, session: Session, what: str, subject: str, result: dict[str, Any], where: str
     ) -> web.StreamResponse:
-        from gateway.http.console.feature import PREFIX
+        from gateway.http.console.context import PREFIX
 
         ok = bool(result.get("ok"))
         detail = subject if ok else f"{subject}: {result.get('error')}"

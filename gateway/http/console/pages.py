@@ -20,7 +20,7 @@ from gateway.store.traces import get_run, recent_runs, run_events
 from gateway.store.usage import usage_by
 
 if TYPE_CHECKING:
-    from gateway.http.console.feature import ConsoleFeature
+    from gateway.http.console.context import Console
 
 __all__ = ["Pages"]
 
@@ -41,7 +41,7 @@ def _int(value: str, what: str) -> int:
 
 
 class Pages:
-    def __init__(self, feature: ConsoleFeature):
+    def __init__(self, feature: Console):
         self.f = feature
         self.db = feature.deps.db
 
@@ -100,7 +100,7 @@ class Pages:
 
     @property
     def f_prefix(self) -> str:
-        from gateway.http.console.feature import PREFIX
+        from gateway.http.console.context import PREFIX
 
         return PREFIX
 
@@ -235,7 +235,7 @@ class Pages:
 
 def _next(value: str | None) -> str:
     """Where to go after signing in: a console path only, never another site."""
-    from gateway.http.console.feature import PREFIX
+    from gateway.http.console.context import PREFIX
 
     target = unquote(value or "")
     if target.startswith(f"{PREFIX}/") and not target.startswith("//") and "\\" not in target:

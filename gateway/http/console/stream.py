@@ -15,7 +15,7 @@ from aiohttp import web
 from gateway.http.console.sessions import Session
 
 if TYPE_CHECKING:
-    from gateway.http.console.feature import ConsoleFeature
+    from gateway.http.console.context import Console
     from gateway.status import StatusReport
 
 __all__ = ["INTERVAL", "EventStream", "snapshot"]
@@ -36,7 +36,7 @@ def snapshot(report: StatusReport) -> dict[str, Any]:
 
 
 class EventStream:
-    def __init__(self, feature: ConsoleFeature):
+    def __init__(self, feature: Console):
         self.f = feature
 
     async def serve(self, request: web.Request, session: Session) -> web.StreamResponse:
