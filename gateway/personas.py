@@ -22,6 +22,7 @@ from gateway.config_errors import describe_validation, did_you_mean, model_ref_p
 from gateway.interactions.approvals import ApprovalPolicy, ApprovalsFile
 from gateway.labels import KNOWN_LABELS, label_problem
 from gateway.skills import Skill, catalog
+from gateway.voice_settings import SpeechSettings, audio_provider_problem
 
 log = logging.getLogger("talon.personas")
 
@@ -157,6 +158,11 @@ class PersonaFile(BaseModel):
         description="tool calls that wait for a human's Approve before they run (Deny, or no answer within "
         "timeout, refuses them): {tools: [...] and/or labels: [...], approvers: asker | [user ids], timeout}",
     )
+    speech: SpeechSettings | None = Field(
+        None,
+        description="this persona's spoken replies (its own voice, wherever it answers); "
+        "null = the channel's or top-level speech",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +194,7 @@ class Persona:
     role: str | None = None  # the sender role a turn runs as; its capabilities are already narrowed
     answerers: str | tuple[str, ...] = "asker"  # asker | anyone | user ids (ask_question)
     approvals: ApprovalPolicy | None = None  # the calls that wait for a human's approval
+    speech: SpeechSettings | None = None  # its own voice; None = the channel's or top-level speech
 
     @property
     def model_ref(self) -> str:
@@ -317,6 +324,10 @@ def _load_one(
                 f"{where}/persona.yaml: skills[{i}]: no skill named {skill!r}; found: "
                 f"{', '.join(sorted(skills)) or 'none'} (skills/<name>/SKILL.md beside talon.yaml, or packaged)"
             )
+    if spec.speech is not None and spec.speech.provider:
+        types = {name: prov.type for name, prov in settings.providers.items()}
+        if (why := audio_provider_problem("speech", spec.speech.provider, types)) is not None:
+            problems.append(f"{where}/persona.yaml: {why}")
     if spec.workspace.path and not (folder / spec.workspace.path).is_dir():
         problems.append(
             f"{where}/persona.yaml: workspace.path: {(folder / spec.workspace.path)} is not a folder; "
@@ -359,6 +370,7 @@ def _load_one(
         role_capabilities={role: tuple(labels) for role, labels in spec.role_capabilities.items()},
         answerers=spec.answerers if isinstance(spec.answerers, str) else tuple(spec.answerers),
         approvals=ApprovalPolicy.from_file(spec.approvals),
+        speech=spec.speech,
     )
 
 

@@ -438,7 +438,9 @@ class TurnRunner(TurnHandler):
         spoken: list[Any] = []  # the reply's voice message, committed with it (gateway/voice/speaking.py)
         if self.voice is not None and connector is not None and chunks and not scheduled:
             plain = "".join(c.plain for c in chunks)
-            spoken = await self.voice.spoken_reply(run_id, key.channel, plain, connector.max_file_bytes)
+            spoken = await self.voice.spoken_reply(
+                run_id, key.channel, plain, connector.max_file_bytes, persona.speech
+            )
         address = ThreadAddress(batch.thread_id, key)
         trace = self._traces.pop(run_id, None)
         if trace is not None:

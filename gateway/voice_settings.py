@@ -8,6 +8,7 @@ replies. The top-level settings apply to every channel; a channel's own ``transc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -74,18 +75,24 @@ def voice_problems(raw: dict[str, Any]) -> list[str]:
     for i, ch in enumerate(channels):
         if isinstance(ch, dict):
             places += [(f"channels[{i}].{key}", ch.get(key)) for key in ("transcription", "speech")]
+    types = {str(n): (spec.get("type") if isinstance(spec, dict) else None) for n, spec in providers.items()}
     problems = []
     for path, value in places:
         name = value.get("provider") if isinstance(value, dict) else None
-        if not name:
-            continue
-        spec = providers.get(name)
-        if not isinstance(spec, dict):
-            known = ", ".join(str(p) for p in providers) or "(none: add one under providers)"
-            problems.append(f"{path}.provider: no provider named {name!r}; use one of {known}")
-        elif spec.get("type") != "openai":
-            problems.append(
-                f"{path}.provider: {name!r} is of type {spec.get('type')!r}; audio needs an OpenAI-compatible "
-                "provider (type: openai, base_url of a server with /audio endpoints)"
-            )
+        if name and (why := audio_provider_problem(path, name, types)) is not None:
+            problems.append(why)
     return problems
+
+
+def audio_provider_problem(path: str, name: str, types: Mapping[str, str | None]) -> str | None:
+    """Why the provider ``name`` (at ``path``, e.g. ``speech.provider``'s parent) cannot serve
+    audio, given each configured provider's type; None when it can."""
+    if name not in types:
+        known = ", ".join(types) or "(none: add one under providers)"
+        return f"{path}.provider: no provider named {name!r}; use one of {known}"
+    if types[name] != "openai":
+        return (
+            f"{path}.provider: {name!r} is of type {types[name]!r}; audio needs an OpenAI-compatible "
+            "provider (type: openai, base_url of a server with /audio endpoints)"
+        )
+    return None

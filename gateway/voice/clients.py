@@ -22,8 +22,11 @@ def transcription_for(settings: Settings, channel: str) -> TranscriptionSettings
     return (ch.transcription if ch is not None else None) or settings.transcription
 
 
-def speech_for(settings: Settings, channel: str) -> SpeechSettings:
-    """The channel's own ``speech``, else the top-level one."""
+def speech_for(settings: Settings, channel: str, persona: SpeechSettings | None = None) -> SpeechSettings:
+    """The persona's own ``speech`` (its voice, wherever it talks), else the channel's, else the
+    top-level one."""
+    if persona is not None:
+        return persona
     ch = settings.channel(channel)
     return (ch.speech if ch is not None else None) or settings.speech
 

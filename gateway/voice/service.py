@@ -18,6 +18,7 @@ from gateway.voice.audio_files import is_audio
 from gateway.voice.clients import AudioClients
 from gateway.voice.hearing import Hearing
 from gateway.voice.speaking import Speaking
+from gateway.voice_settings import SpeechSettings
 
 __all__ = ["Voice"]
 
@@ -62,11 +63,14 @@ class Voice:
             self._voiced.popitem(last=False)
         return heard
 
-    async def spoken_reply(self, run_id: int, channel: str, plain: str, limit: int) -> list[OutboxFile]:
-        """The reply's voice message to commit with it: none, or one spooled file."""
-        if not self.speaking.wanted(channel, self._voiced.pop(run_id, False)):
+    async def spoken_reply(
+        self, run_id: int, channel: str, plain: str, limit: int, persona: SpeechSettings | None = None
+    ) -> list[OutboxFile]:
+        """The reply's voice message to commit with it: none, or one spooled file. ``persona``: the
+        answering persona's own ``speech``, which wins over the channel's."""
+        if not self.speaking.wanted(channel, self._voiced.pop(run_id, False), persona):
             return []
-        spoken = await self.speaking.voice_message(channel, plain, limit)
+        spoken = await self.speaking.voice_message(channel, plain, limit, persona)
         return [spoken] if spoken is not None else []
 
     async def close(self) -> None:

@@ -24,6 +24,7 @@ from gateway.store.outbox import OutboxFile
 from gateway.voice.clients import AudioClients, speech_for
 from gateway.voice.ffmpeg import AudioToolError, to_ogg_opus
 from gateway.voice.ogg import is_ogg_opus
+from gateway.voice_settings import SpeechSettings
 
 __all__ = ["REST_IS_WRITTEN", "VOICE_NAME", "Speaking", "spoken_text"]
 
@@ -53,15 +54,18 @@ class Speaking:
         self.clients = clients
         self.spool = spool
 
-    def wanted(self, channel: str, voiced: bool) -> bool:
-        """Whether a reply in ``channel`` is also spoken (``voiced``: its batch had a voice note)."""
-        speech = speech_for(self.settings, channel)
+    def wanted(self, channel: str, voiced: bool, persona: SpeechSettings | None = None) -> bool:
+        """Whether a reply in ``channel`` is also spoken (``voiced``: its batch had a voice note;
+        ``persona``: the answering persona's own ``speech``, which wins over the channel's)."""
+        speech = speech_for(self.settings, channel, persona)
         return bool(speech.provider) and (speech.speak == "all" or voiced)
 
-    async def voice_message(self, channel: str, plain: str, limit: int) -> OutboxFile | None:
+    async def voice_message(
+        self, channel: str, plain: str, limit: int, persona: SpeechSettings | None = None
+    ) -> OutboxFile | None:
         """The spooled voice message of a reply whose plain text is ``plain`` (the caller commits
         or discards it); None when it could not be made, which is logged."""
-        speech = speech_for(self.settings, channel)
+        speech = speech_for(self.settings, channel, persona)
         text = spoken_text(plain, speech.max_chars)
         if not speech.provider or not text:
             return None

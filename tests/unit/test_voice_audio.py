@@ -182,3 +182,17 @@ def test_a_channel_may_carry_its_own_transcription(tmp_path: Path) -> None:
     assert transcription_for(settings, "console").echo is True
     assert transcription_for(settings, "elsewhere").language == "en"
     assert speech_for(settings, "console").provider is None
+
+
+def test_a_personas_speech_must_name_an_openai_type_provider(tmp_path: Path) -> None:
+    from gateway.personas import load_personas
+    from tests.harness import write_config
+
+    config = write_config(
+        tmp_path,
+        provider={"type": "anthropic", "api_key": "k"},
+        personas={"assistant": {"speech": {"provider": "fake", "voice": "onyx"}}},
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_personas(load_settings(config))
+    assert "assistant/persona.yaml: speech.provider: 'fake' is of type 'anthropic'" in str(caught.value)

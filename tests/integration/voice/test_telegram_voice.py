@@ -132,3 +132,27 @@ async def test_speech_that_fails_leaves_the_reply_as_text_only(tmp_path: Path) -
     assert [m.text for m in sent] == ["Booked: " + SAID]
     assert len(audio.speeches) == 2  # two tries, then text only
     assert telegram.files_received(CHAT) == []
+
+
+async def test_a_personas_own_speech_wins_over_the_top_level_voice(tmp_path: Path) -> None:
+    model = Model()
+    async with FakeTelegramAPI() as telegram, FakeAnthropic(responder=model) as fake, FakeAudioAPI() as audio:
+        config = voice_config(
+            tmp_path,
+            fake,
+            audio,
+            channel=telegram_channel(telegram),
+            speech={"provider": AUDIO, "voice": "nova"},  # voice notes only, in nova
+        )
+        persona = tmp_path / "personas" / "assistant" / "persona.yaml"
+        persona.write_text(
+            persona.read_text() + f"speech: {{provider: {AUDIO}, voice: onyx, speak: all}}\n", encoding="utf-8"
+        )
+        async with running_gateway(config):
+            telegram.inject_message(CHAT, "book a table", user_id=CHAT)
+            await wait_until(lambda: telegram.files_received(CHAT), timeout=30)
+    # A typed message is spoken too (the persona says speak: all), in the persona's voice.
+    [spoken] = telegram.files_received(CHAT)
+    assert spoken.method == "sendVoice"
+    [speech] = audio.speeches
+    assert speech["voice"] == "onyx" and speech["input"].startswith("Booked:")
