@@ -146,7 +146,8 @@ async def test_a_personas_own_speech_wins_over_the_top_level_voice(tmp_path: Pat
         )
         persona = tmp_path / "personas" / "assistant" / "persona.yaml"
         persona.write_text(
-            persona.read_text() + f"speech: {{provider: {AUDIO}, voice: onyx, speak: all}}\n", encoding="utf-8"
+            persona.read_text() + f"speech: {{provider: {AUDIO}, voice: onyx, speak: all}}\n",
+            encoding="utf-8",
         )
         async with running_gateway(config):
             telegram.inject_message(CHAT, "book a table", user_id=CHAT)
