@@ -22,6 +22,7 @@ from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.runtime.agent import TurnResult
 from gateway.store.db import Database
+from gateway.store.children import Payer
 from gateway.store.messages import batch_senders, sole_sender
 from gateway.store.runs import RunSpend
 from gateway.store.usage import UsageTotals, mark_notice, rollup_totals
@@ -176,19 +177,22 @@ def run_spend(
     channel: str,
     sender: str | None,
     now: float,
+    *,
+    payer: Payer | None = None,
 ) -> RunSpend:
     """What a turn's run stores besides its tokens: its cost at today's price of the model that
-    answered, whom it answered, its fallbacks, and the day and month its usage counts for."""
+    answered, whom it answered, its fallbacks, and the day and month its usage counts for.
+    A child's run (``payer``) counts for its root turn's persona, channel and sender."""
     model = result.model or persona.model_ref
     return RunSpend(
         cache_read_tokens=result.usage.cache_read_tokens,
         cache_write_tokens=result.usage.cache_write_tokens,
         cost=cost_of(result.usage, settings.prices.get(model)),
         currency=settings.currency,
-        sender_id=sender,
-        channel=channel,
+        sender_id=payer.sender if payer is not None else sender,
+        channel=payer.channel if payer is not None else channel,
         fallbacks=result.fallbacks,
-        persona=persona.name,
+        persona=(payer.persona if payer is not None else None) or persona.name,
         periods=Periods.at(now, settings.timezone).names,
     )
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gateway import otel
 from gateway.children.plan import ChildOutcome, ChildPlan, Lineage
 from gateway.config import Settings
+from gateway.errors import RefusedError
 from gateway.events import EventBus
 from gateway.findings import findings_prompt
 from gateway.personas import Persona
@@ -36,10 +37,11 @@ from gateway.queue import Batch
 from gateway.runtime.agent import ToolBox, run_agent
 from gateway.runtime.context import ChannelInfo, system_prompt
 from gateway.runtime.model import ChatMessage, ModelProvider, Usage
+from gateway.spending import Spending, run_spend
 from gateway.store import children as store
 from gateway.store.db import Database
 from gateway.store.delegation import BACKGROUND_CHANNEL, background_task_of_thread
-from gateway.store.runs import complete_run, end_run, start_run
+from gateway.store.runs import RunSpend, complete_run, end_run, start_run
 from gateway.store.threads import ThreadRow
 from gateway.tracing import NULL_TRACE, RunTrace
 
@@ -101,6 +103,7 @@ class Children:
         self.providers = providers
         self.delegation = delegation
         self.tools: ChildTools | None = None
+        self.spending = Spending(db, settings)  # the root turn's budgets, checked before a child
         self._channels = [ChannelInfo(c.name, c.type, c.home_chat) for c in settings.channels]
         self._background: dict[int, tuple[store.ChildJob, Lineage]] = {}  # by thread id, while a turn runs
         self._progress: dict[int, list[dict[str, Any]]] = {}  # by foreground child run id
@@ -172,6 +175,12 @@ class Children:
     ) -> ChildOutcome:
         assert self.tools is not None, "attach() the host tools first"
         persona, lineage = plan.persona, plan.lineage
+        # A child's model calls count for its root turn's sender, persona and channel: a spent
+        # budget refuses the child as it refuses a turn.
+        payer = await self.db.read(store.thread_payer, thread_id, sender_id)
+        spent = await self.spending.check(payer.persona or persona.name, payer.channel or "", payer.senders)
+        if spent is not None:
+            raise RefusedError(spent.refusal(self.settings.currency))
         run_id = await self.db.run_transaction(self._start_run, persona, thread_id, lineage, kind)
         if plan.progress_events:
             self._progress[run_id] = []
@@ -243,8 +252,10 @@ class Children:
             output_tokens=result.usage.output_tokens,
             duration_ms=(time.monotonic() - started) * 1000,
         )
+        now = time.time()
+        spend = run_spend(self.settings, result, persona, payer.channel or "", sender_id, now, payer=payer)
         await self.db.run_transaction(
-            _complete, run_id, persona.model_ref, result.usage, result.model_calls, time.time()
+            _complete, run_id, result.model or persona.model_ref, result.usage, result.model_calls, now, spend
         )
         return ChildOutcome(
             run_id, result.text, result.usage, result.model_calls, result.tool_calls, progress
@@ -287,10 +298,20 @@ class Children:
     # ------------------------------------------------------------ background
 
     async def start_background(
-        self, plan: ChildPlan, *, origin_thread_id: int, working_directory: str | None
+        self,
+        plan: ChildPlan,
+        *,
+        origin_thread_id: int,
+        working_directory: str | None,
+        sender_id: str | None = None,
     ) -> dict[str, Any]:
-        """A background child as a delegation task; its ``child_jobs`` row is written with it."""
+        """A background child as a delegation task; its ``child_jobs`` row is written with it,
+        and whom its turns are charged to (the root turn's payer)."""
         persona, lineage = plan.persona, plan.lineage
+        payer = await self.db.read(store.thread_payer, origin_thread_id, sender_id)
+        spent = await self.spending.check(payer.persona or persona.name, payer.channel or "", payer.senders)
+        if spent is not None:
+            raise RefusedError(spent.refusal(self.settings.currency))
 
         def with_job(conn: sqlite3.Connection, task_id: str) -> None:
             job = store.ChildJob(
@@ -306,6 +327,7 @@ class Children:
                 id_prefix=plan.id_prefix,
             )
             store.insert_child_job(conn, job)
+            store.set_job_payer(conn, task_id, payer)
 
         task = await self.delegation.spawn(
             persona=persona.name,
@@ -403,7 +425,13 @@ def child_budget(persona: Persona, max_tool_rounds: int) -> RunBudget:
 
 
 def _complete(
-    conn: sqlite3.Connection, run_id: int, model: str, usage: Usage, model_calls: int, now: float
+    conn: sqlite3.Connection,
+    run_id: int,
+    model: str,
+    usage: Usage,
+    model_calls: int,
+    now: float,
+    spend: RunSpend | None = None,
 ) -> None:
     complete_run(
         conn,
@@ -413,4 +441,5 @@ def _complete(
         output_tokens=usage.output_tokens,
         model_calls=model_calls,
         now=now,
+        spend=spend,
     )

@@ -22,6 +22,7 @@ __all__ = [
     "PROGRESS_RING",
     "ChildJob",
     "NodeRecord",
+    "Payer",
     "ProgressEvent",
     "add_progress",
     "add_steering",
@@ -34,7 +35,9 @@ __all__ = [
     "record_child_run",
     "record_node",
     "set_cancel_reason",
+    "set_job_payer",
     "take_steering",
+    "thread_payer",
     "touch_job",
 ]
 
@@ -231,3 +234,40 @@ def finished_nodes(conn: sqlite3.Connection, compose_key: str) -> dict[str, Node
         "SELECT node_id, status, output, usage FROM compose_nodes WHERE compose_key = ?", (compose_key,)
     ).fetchall()
     return {r[0]: NodeRecord(r[0], r[1], r[2], json.loads(r[3])) for r in rows}
+
+
+@dataclass(frozen=True, slots=True)
+class Payer:
+    """Whom a run's usage counts for: the persona, channel and sender of the root turn."""
+
+    persona: str | None
+    channel: str | None
+    sender: str | None
+
+    @property
+    def senders(self) -> tuple[str, ...]:
+        return (self.sender,) if self.sender else ()
+
+
+def thread_payer(conn: sqlite3.Connection, thread_id: int, sender: str | None) -> Payer:
+    """Who pays for a run working for ``thread_id``: the payer a background child's job keeps,
+    else the thread's persona and channel with ``sender``."""
+    kept = conn.execute(
+        "SELECT j.payer FROM background_tasks b JOIN child_jobs j ON j.id = b.id "
+        "WHERE b.thread_id = ? AND j.payer IS NOT NULL",
+        (thread_id,),
+    ).fetchone()
+    if kept is not None:
+        data = json.loads(kept["payer"])
+        return Payer(data.get("persona"), data.get("channel"), data.get("sender"))
+    row = conn.execute("SELECT persona, channel FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    if row is None:
+        return Payer(None, None, sender)
+    return Payer(row["persona"], row["channel"], sender)
+
+
+def set_job_payer(conn: sqlite3.Connection, job_id: str, payer: Payer) -> None:
+    conn.execute(
+        "UPDATE child_jobs SET payer = ? WHERE id = ?",
+        (json.dumps({"persona": payer.persona, "channel": payer.channel, "sender": payer.sender}), job_id),
+    )

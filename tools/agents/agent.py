@@ -51,7 +51,10 @@ async def handle(ctx: ToolContext, args: dict[str, Any]) -> Any:
     admit_child(ctx)
     if background:
         return await service.start_background(
-            plan, origin_thread_id=ctx.thread_id, working_directory=_in_shared(args.get("cwd"))
+            plan,
+            origin_thread_id=ctx.thread_id,
+            working_directory=_in_shared(args.get("cwd")),
+            sender_id=ctx.sender_id,
         )
     try:
         outcome = await service.run(
