@@ -21,8 +21,8 @@ from gateway.config import Settings
 from gateway.personas import Persona
 from gateway.queue import Batch
 from gateway.runtime.agent import TurnResult
-from gateway.store.db import Database
 from gateway.store.children import Payer
+from gateway.store.db import Database
 from gateway.store.messages import batch_senders, sole_sender
 from gateway.store.runs import RunSpend
 from gateway.store.usage import UsageTotals, mark_notice, rollup_totals

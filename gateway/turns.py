@@ -55,6 +55,7 @@ from gateway.runtime.inbound_images import transcript_images
 from gateway.runtime.model import ChatMessage, ModelProvider, Usage
 from gateway.skills import skill_entries, skills_section
 from gateway.spending import BudgetState, Spending, batch_sender, run_spend
+from gateway.store.children import Payer, job_payer
 from gateway.store.db import Database
 from gateway.store.interactions import load_checkpoint, save_checkpoint
 from gateway.store.memory import list_items
@@ -87,6 +88,13 @@ class TurnStart:
     senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
     resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
     trace_parents: tuple[str, ...] = ()  # the spans this turn continues (its messages' intake)
+    payer: Payer | None = None  # a background child's turn counts for its root turn's payer
+
+    def budget_subjects(self, persona: str) -> tuple[str, str, tuple[str, ...]]:
+        """The persona, channel and senders whose budgets this turn is checked and counted against."""
+        if self.payer is None:
+            return persona, self.thread.channel, self.senders
+        return self.payer.persona or persona, self.payer.channel or "", self.payer.senders
 
 
 def _count_spend(settings: Settings, persona: Persona, result: TurnResult) -> None:
@@ -164,7 +172,18 @@ class TurnRunner(TurnHandler):
             conn, "thread", [batch.thread_id]
         )
         return TurnStart(
-            thread, summary, rows, persona, run_id, reply_to, kept, sender_id, senders, resume, tuple(parents)
+            thread,
+            summary,
+            rows,
+            persona,
+            run_id,
+            reply_to,
+            kept,
+            sender_id,
+            senders,
+            resume,
+            tuple(parents),
+            job_payer(conn, batch.thread_id),
         )
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
@@ -204,7 +223,7 @@ class TurnRunner(TurnHandler):
             batch.thread_id, {"type": "turn_started", "run_id": run_id, "messages": batch.message_ids}
         )
         if begun.kept is None:  # a kept answer was paid for already
-            spent = await self.spending.check(persona.name, thread.channel, begun.senders)
+            spent = await self.spending.check(*begun.budget_subjects(persona.name))
             if spent is not None:
                 await self._refuse(batch, thread, run_id, spent, begun.reply_to)
                 return
@@ -242,7 +261,7 @@ class TurnRunner(TurnHandler):
                 self.db, self.connectors, batch.thread_id, partial(stale_preview_of, self.settings)
             )
         await self._announce(batch, thread, run_id, result, outbox_ids, next_row)
-        await self.spending.after_turn(persona.name, thread.channel, begun.senders)
+        await self.spending.after_turn(*begun.budget_subjects(persona.name))
         if self.summarizer is not None and context_size > self.summarizer.threshold:
             self.summarizer.schedule(batch.thread_id, persona)  # after the reply, off its path
 
@@ -483,7 +502,15 @@ class TurnRunner(TurnHandler):
                 output_tokens=result.usage.output_tokens,
                 model_calls=result.model_calls,
                 now=now,
-                spend=run_spend(self.settings, result, persona, key.channel, batch_sender(conn, batch), now),
+                spend=run_spend(
+                    self.settings,
+                    result,
+                    persona,
+                    key.channel,
+                    batch_sender(conn, batch),
+                    now,
+                    payer=job_payer(conn, batch.thread_id),
+                ),
             )
             if trace is not None:
                 trace.write(conn)

@@ -30,6 +30,7 @@ __all__ = [
     "child_job",
     "finished_nodes",
     "insert_child_job",
+    "job_payer",
     "pending_steering",
     "recent_progress",
     "record_child_run",
@@ -249,17 +250,25 @@ class Payer:
         return (self.sender,) if self.sender else ()
 
 
-def thread_payer(conn: sqlite3.Connection, thread_id: int, sender: str | None) -> Payer:
-    """Who pays for a run working for ``thread_id``: the payer a background child's job keeps,
-    else the thread's persona and channel with ``sender``."""
+def job_payer(conn: sqlite3.Connection, thread_id: int) -> Payer | None:
+    """The payer a background child's job keeps for its thread, or ``None`` (not a child's)."""
     kept = conn.execute(
         "SELECT j.payer FROM background_tasks b JOIN child_jobs j ON j.id = b.id "
         "WHERE b.thread_id = ? AND j.payer IS NOT NULL",
         (thread_id,),
     ).fetchone()
+    if kept is None:
+        return None
+    data = json.loads(kept["payer"])
+    return Payer(data.get("persona"), data.get("channel"), data.get("sender"))
+
+
+def thread_payer(conn: sqlite3.Connection, thread_id: int, sender: str | None) -> Payer:
+    """Who pays for a run working for ``thread_id``: the payer a background child's job keeps,
+    else the thread's persona and channel with ``sender``."""
+    kept = job_payer(conn, thread_id)
     if kept is not None:
-        data = json.loads(kept["payer"])
-        return Payer(data.get("persona"), data.get("channel"), data.get("sender"))
+        return kept
     row = conn.execute("SELECT persona, channel FROM threads WHERE id = ?", (thread_id,)).fetchone()
     if row is None:
         return Payer(None, None, sender)
