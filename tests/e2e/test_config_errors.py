@@ -95,7 +95,7 @@ async def test_misspelt_keys_get_the_closest_key_at_their_level(tmp_path: Path) 
         "bindings[0].channel: no channel named 'consol'; did you mean 'console'? use one of console, tg, tg2",
         "channels[1].pacing.per_chat: unknown key; did you mean per_chat_per_second?",
         "channels[1].require_mentoin: unknown key; did you mean require_mention?",
-        "channels[2].type: must be one of console, telegram, slack, discord; did you mean telegram?",
+        "channels[2].type: must be one of console, telegram, slack, discord, web; did you mean telegram?",
         "dta_dir: unknown key; did you mean data_dir?",
         "providers.local.timout: unknown key; did you mean timeout?",
     ]

@@ -46,6 +46,7 @@ async def test_a_guest_is_refused_a_tool_the_owner_may_use(tmp_path: Path, platf
             first = await group.replies(1)
             await group.say(guest, "save the plan")
             both = await group.replies(2)
+            await gateway.components.host_tools.bridge.audit.flush()  # audit rows are written in batches
             audit = await fetch_rows(
                 gateway.components.db, "SELECT tool, decision, detail FROM audit_log ORDER BY id"
             )

@@ -103,7 +103,9 @@ async def test_sending_to_this_conversations_channel_lands_here(tmp_path: Path) 
             await gw.components.outbox.flush(5)
             rows = await fetch_rows(
                 gw.components.db,
-                "SELECT o.text, o.status, o.thread_id FROM outbox o WHERE o.chat_id = 'desk' ORDER BY o.id",
+                # The console streams: the reply goes below the note, and a last row drops the preview.
+                "SELECT o.text, o.status, o.thread_id FROM outbox o WHERE o.chat_id = 'desk' "
+                "AND o.format != 'drop_preview' ORDER BY o.id",
             )
     assert turn.text == "done"
     assert [(r["text"], r["status"], r["thread_id"]) for r in rows] == [
