@@ -137,7 +137,9 @@ def outbox_rows(data_dir: Path) -> list[dict[str, Any]]:
     conn = sqlite3.connect(f"file:{data_dir / 'talon.db'}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:
-        return [dict(r) for r in conn.execute("SELECT chat_id, status, text, plain, error FROM outbox")]
+        return [
+            dict(r) for r in conn.execute("SELECT chat_id, status, text, plain, format, error FROM outbox")
+        ]
     finally:
         conn.close()
 

@@ -81,14 +81,21 @@ async def test_a_burst_over_200_chats_answers_every_chat_once(tmp_path: Path) ->
         )
         async with deployed_daemon(config) as daemon:
             await post_json(f"{bot_api.url}/_fake/inject", {"messages": _burst(CHATS, PER_CHAT)})
-            sent = await _wait_for_last_answers(bot_api.url, range(1000, 1000 + CHATS), PER_CHAT - 1, 300)
+            await _wait_for_last_answers(bot_api.url, range(1000, 1000 + CHATS), PER_CHAT - 1, 300)
             assert await daemon.stop() == 0
+        # What each chat shows once the daemon is done: streamed previews that a turn's reply went
+        # below (an earlier reply was still being sent) are deleted by the turn's last row.
+        messages = await get_json(f"{bot_api.url}/_fake/messages")
+        sent = {chat: [m["text"] for m in shown if not m["deleted"]] for chat, shown in messages.items()}
         stats = await get_json(f"{bot_api.url}/_fake/stats")
     assert sum(stats["refused"].values()) > 0, "the stand-in refused some sends"
     for chat, texts in sent.items():
         doubled = [t for t, n in Counter(texts).items() if n > 1]
         assert not doubled, f"chat {chat} got {doubled} more than once"
-    statuses = Counter(r["status"] for r in outbox_rows(tmp_path / "data"))
+    rows = outbox_rows(tmp_path / "data")
+    statuses = Counter(r["status"] for r in rows)
     assert set(statuses) == {"sent"}, statuses
-    assert sum(len(t) for t in sent.values()) == statuses["sent"]
+    assert not any("writing…" in t for texts in sent.values() for t in texts), "a preview was left"
+    shown = [r for r in rows if r["format"] != "drop_preview"]  # a dropped preview shows nothing
+    assert sum(len(t) for t in sent.values()) == len(shown)
     assert log_failures(daemon.log()) == []
