@@ -56,7 +56,7 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="talon",
-        description="Talon: connect team chat (Telegram, Slack, Discord, console) to AI personas.",
+        description="Talon: connect team chat (Telegram, Slack, Discord, web, console) to AI personas.",
     )
     parser.add_argument("--version", action="version", version=f"talon {_version()}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
