@@ -23,7 +23,7 @@ class StoredGauges:
 
 
 def stored_gauges(conn: sqlite3.Connection, periods: tuple[str, str]) -> StoredGauges:
-    # queue_items_open (a partial index on pending and leased rows) keeps this off the done rows.
+    # Partial indexes of migration 0026 keep these counts off the done and sent rows.
     oldest = conn.execute("SELECT MIN(created_at) FROM queue_items WHERE status = 'pending'").fetchone()[0]
     usage = {
         (row[0], row[1], "day" if row[2] == periods[0] else "month"): (int(row[3]), float(row[4]))
