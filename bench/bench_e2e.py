@@ -9,7 +9,11 @@ channel (the instant model's own time is a few microseconds).
 With ``--traces`` every message is also traced with OpenTelemetry (intake, turn, model and
 send spans) and exported to the OTLP collector stand-in, which runs in a process of its own.
 
-    python -m bench.bench_e2e [--threads 200] [--messages 10] [--rate 300] [--traces]
+With ``--http`` each run is made twice in a row, without and with the HTTP server (``http:``
+on 127.0.0.1 with ``/metrics``, scraped once a second while the run lasts), and the ratio of
+the two is printed.
+
+    python -m bench.bench_e2e [--threads 200] [--messages 10] [--rate 300] [--traces] [--http]
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import aiohttp
 
 from connectors.base import OutboundChunk, SendResult
 from gateway import otel
@@ -43,16 +50,22 @@ class InstantModel:
         return None
 
 
-async def run(threads: int, messages: int, rate: float | None = None) -> dict[str, float]:
+async def run(
+    threads: int, messages: int, rate: float | None = None, *, http: bool = False
+) -> dict[str, float]:
     """Each thread sends its next message once the reply to the last one arrived; with
-    ``rate``, messages also start on a schedule of ``rate`` per second across all threads."""
+    ``rate``, messages also start on a schedule of ``rate`` per second across all threads.
+    With ``http``, the HTTP server serves ``/metrics`` and is scraped once a second."""
+    extra: dict[str, Any] = {"log_level": "warning"}
+    if http:
+        extra["http"] = {"listen": "127.0.0.1:0", "metrics": True}
     with tempfile.TemporaryDirectory() as tmp:
         config = write_config(
             Path(tmp),
             provider={"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "x"},
-            extra={"log_level": "warning"},
+            extra=extra,
         )
-        async with running_gateway(config) as gw:
+        async with running_gateway(config) as gw, _scraper(Path(tmp) / "data" if http else None):
             await gw.warmed_up()  # SDK imports would steal the GIL mid-run
             settle_heap()  # as `talon run` does once warm
             gw.components.providers["fake"] = InstantModel()
@@ -93,6 +106,31 @@ async def run(threads: int, messages: int, rate: float | None = None) -> dict[st
     }
 
 
+@contextlib.asynccontextmanager
+async def _scraper(data: Path | None) -> Any:
+    """GETs /metrics once a second (a busy Prometheus) while the body runs."""
+    if data is None:
+        yield
+        return
+    url = (data / "http.url").read_text().strip() + "/metrics"
+
+    async def scrape(session: aiohttp.ClientSession) -> None:
+        while True:
+            async with session.get(url) as resp:
+                assert resp.status == 200, resp.status
+                await resp.read()
+            await asyncio.sleep(1.0)
+
+    async with aiohttp.ClientSession() as session:
+        task = asyncio.create_task(scrape(session))
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 @contextlib.contextmanager
 def collector_process() -> Iterator[str]:
     """The OTLP collector stand-in in a process of its own; yields its URL."""
@@ -114,12 +152,14 @@ def collector_process() -> Iterator[str]:
             proc.wait(10)
 
 
-async def traced_run(url: str | None, threads: int, messages: int, rate: float | None) -> dict[str, float]:
+async def traced_run(
+    url: str | None, threads: int, messages: int, rate: float | None, http: bool = False
+) -> dict[str, float]:
     if url is None:
-        return await run(threads, messages, rate)
+        return await run(threads, messages, rate, http=http)
     otel.install(TracesSettings(otlp_endpoint=url))
     try:
-        return await run(threads, messages, rate)
+        return await run(threads, messages, rate, http=http)
     finally:
         await otel.shutdown()
 
@@ -133,6 +173,11 @@ def main() -> None:
     ap.add_argument(
         "--traces", action="store_true", help="export OpenTelemetry spans to a collector stand-in"
     )
+    ap.add_argument(
+        "--http",
+        action="store_true",
+        help="run each case without and then with the HTTP server (/metrics scraped every second)",
+    )
     args = ap.parse_args()
     # Saturation: every thread always has a message waiting, so overhead includes queueing.
     # Paced: the same threads at the target rate, so overhead is the gateway's path under load.
@@ -144,11 +189,18 @@ def main() -> None:
     ]
     with collector_process() if args.traces else contextlib.nullcontext() as url:
         for threads, rate, label in runs:
-            result = asyncio.run(traced_run(url, threads, args.messages, rate))
             traced = ", traces exported" if url else ""
             print(f"end to end, {label}: {threads} threads x {args.messages} messages, instant model{traced}")
-            for key, value in result.items():
-                print(f"  {key:>16}: {value:,.2f}")
+            if not args.http:
+                result = asyncio.run(traced_run(url, threads, args.messages, rate))
+                for key, value in result.items():
+                    print(f"  {key:>16}: {value:,.2f}")
+                continue
+            off = asyncio.run(traced_run(url, threads, args.messages, rate))
+            on = asyncio.run(traced_run(url, threads, args.messages, rate, http=True))
+            print(f"  {'':>16}  {'http off':>10}  {'http on':>10}  {'on/off':>7}")
+            for key in off:
+                print(f"  {key:>16}: {off[key]:>10,.2f}  {on[key]:>10,.2f}  {on[key] / off[key]:>7.3f}")
 
 
 if __name__ == "__main__":
