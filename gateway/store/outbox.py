@@ -131,13 +131,16 @@ def enqueue_chunks(
     message_id: int | None = None,
     reply_to: str | None = None,
     edit_of: str | None = None,
+    first_seq: int = 0,
 ) -> list[int]:
-    """One row per chunk, due now, in the caller's transaction; returns their ids. Only the
-    first chunk quotes ``reply_to``; with ``edit_of`` the first chunk is delivered by editing
-    that platform message (a streamed preview) instead of posting."""
+    """One row per chunk, due now, after the message's ``first_seq`` rows, in the caller's
+    transaction; returns their ids. Only the first chunk quotes ``reply_to``; with ``edit_of``
+    the first chunk is delivered by editing that platform message (a streamed preview) instead
+    of posting."""
     now = time.time()
     ids = []
-    for seq, chunk in enumerate(chunks):
+    for seq, chunk in enumerate(chunks, start=first_seq):
+        first = seq == first_seq
         (row_id,) = conn.execute(
             "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
             "text, plain, reply_to, available_at, created_at, edit_of) "
@@ -153,10 +156,10 @@ def enqueue_chunks(
                 chunk.format,
                 chunk.text,
                 chunk.plain,
-                reply_to if seq == 0 else None,
+                reply_to if first else None,
                 now,
                 now,
-                edit_of if seq == 0 else None,
+                edit_of if first else None,
             ),
         ).fetchone()
         ids.append(int(row_id))
@@ -215,28 +218,17 @@ def enqueue_drop(
 ) -> int:
     """A row, due now, that removes the preview ``preview_message_id`` once the rows before it
     in the thread are delivered (``mark`` is shown instead where it cannot be deleted)."""
-    now = time.time()
-    (row_id,) = conn.execute(
-        "INSERT INTO outbox (thread_id, run_id, message_id, channel, chat_id, topic, seq, format, "
-        "text, plain, available_at, created_at, edit_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "RETURNING id",
-        (
-            address.thread_id,
-            run_id,
-            message_id,
-            address.key.channel,
-            address.key.chat_id,
-            topic_value(address.key),
-            seq,
-            DROP_PREVIEW,
-            mark,
-            mark,
-            now,
-            now,
-            preview_message_id,
-        ),
-    ).fetchone()
-    return int(row_id)
+    drop = RenderedChunk(mark, mark, DROP_PREVIEW)
+    [row_id] = enqueue_chunks(
+        conn,
+        address,
+        [drop],
+        run_id=run_id,
+        message_id=message_id,
+        edit_of=preview_message_id,
+        first_seq=seq,
+    )
+    return row_id
 
 
 def open_file_paths(conn: sqlite3.Connection) -> set[str]:
