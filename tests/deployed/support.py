@@ -16,6 +16,7 @@ import re
 import sqlite3
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -142,6 +143,25 @@ def outbox_rows(data_dir: Path) -> list[dict[str, Any]]:
         ]
     finally:
         conn.close()
+
+
+def unaccounted(shown: dict[str, list[str]], rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per chat, what it shows that no outbox row delivered, and what rows delivered that it
+    does not show (empty when they agree). A row that drops a preview shows nothing; a row
+    that edits one shows its own text in the preview's place."""
+    delivered: dict[str, Counter[str]] = {}
+    for row in rows:
+        if row["format"] != "drop_preview":
+            delivered.setdefault(str(row["chat_id"]), Counter())[row["text"]] += 1
+    differences = {}
+    for chat in set(shown) | set(delivered):
+        seen, sent = Counter(shown.get(chat, [])), delivered.get(chat, Counter())
+        if seen != sent:
+            differences[chat] = {
+                "shown, not delivered": dict(seen - sent),
+                "delivered, not shown": dict(sent - seen),
+            }
+    return differences
 
 
 def listening_tcp(pid: int) -> list[tuple[str, int]]:

@@ -116,20 +116,26 @@ class FakeDiscord:
 
     # ---------------------------------------------------------------- lifecycle
 
+    def routes(self) -> list[web.RouteDef]:
+        """Everything the fake answers: the gateway, REST, interactions, edits and deletes."""
+        return [
+            web.get("/gateway", self.gateway.handle),
+            web.get("/api/v10/gateway", self._get_gateway),
+            web.get("/api/v10/gateway/bot", self._get_gateway),
+            web.get("/api/v10/users/@me", self._get_me),
+            web.get("/api/v10/oauth2/applications/@me", self._get_application),
+            web.get("/api/v10/channels/{cid}", self._get_channel),
+            web.post("/api/v10/channels/{cid}/messages", self._create_message),
+            web.post("/api/v10/channels/{cid}/typing", self._trigger_typing),
+            web.get("/attachments/{aid}/{filename}", self._get_file),
+            *self.interactions.routes(),
+            *self.app_commands.routes(),
+            *Editing(self.sent_records, self._messages).routes(),
+        ]
+
     async def __aenter__(self) -> FakeDiscord:
         app = web.Application(middlewares=[self._auth], client_max_size=64 * 1024 * 1024)
-        app.router.add_get("/gateway", self.gateway.handle)
-        app.router.add_get("/api/v10/gateway", self._get_gateway)
-        app.router.add_get("/api/v10/gateway/bot", self._get_gateway)
-        app.router.add_get("/api/v10/users/@me", self._get_me)
-        app.router.add_get("/api/v10/oauth2/applications/@me", self._get_application)
-        app.router.add_get("/api/v10/channels/{cid}", self._get_channel)
-        app.router.add_post("/api/v10/channels/{cid}/messages", self._create_message)
-        app.router.add_post("/api/v10/channels/{cid}/typing", self._trigger_typing)
-        app.router.add_get("/attachments/{aid}/{filename}", self._get_file)
-        app.router.add_routes(self.interactions.routes())
-        app.router.add_routes(self.app_commands.routes())
-        app.router.add_routes(Editing(self.sent_records, self._messages).routes())
+        app.router.add_routes(self.routes())
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -17,7 +17,8 @@ The test drives the fake over HTTP under ``/_fake/``:
 - ``POST /_fake/inject`` ``{"messages": [{"channel_id", "text", "author_id", "guild"?, "mention"?}]}``
   dispatches user messages as MESSAGE_CREATE, in order (``guild`` false, the default, makes
   the channel a DM with the author); answers ``{"message_ids": [...]}``.
-- ``GET /_fake/sent`` answers ``{"<channel_id>": ["content", ...]}``: every message the bot created.
+- ``GET /_fake/sent`` answers ``{"<channel_id>": ["content", ...]}``: the bot's messages each
+  channel still shows (deleted ones left out), as last edited.
 - ``GET /_fake/files`` answers ``[{"chat_id", "name", "size", "sha256"}, ...]``: every file
   attached to a message the bot created, in order. A file reaches the channel with its
   message, so a refused create lists nothing, and a create that repeats a nonce Discord
@@ -94,7 +95,8 @@ class ChaoticDiscord(FakeDiscord):
         return self._failure_response(_Failure(status, 0, 1.0, True, None))
 
     def sent_contents(self) -> dict[str, list[str]]:
-        return {cid: [m["content"] for m in messages] for cid, messages in list(self._sent.items())}
+        """What each channel still shows (deleted messages left out), as last edited."""
+        return {cid: [m["content"] for m in self.visible(cid)] for cid in list(self._sent)}
 
     def sent_files(self) -> list[dict[str, Any]]:
         return [
@@ -147,19 +149,9 @@ def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
 
 
 def _app(fake: ChaoticDiscord) -> web.Application:
-    # The fake's own routes, as FakeDiscord.__aenter__ lays them out, plus the control API.
     app = web.Application(middlewares=[fake.chaos], client_max_size=64 * 1024 * 1024)
     app.router.add_routes(control_routes(fake))
-    app.router.add_get("/gateway", fake.gateway.handle)
-    app.router.add_get("/api/v10/gateway", fake._get_gateway)
-    app.router.add_get("/api/v10/gateway/bot", fake._get_gateway)
-    app.router.add_get("/api/v10/users/@me", fake._get_me)
-    app.router.add_get("/api/v10/oauth2/applications/@me", fake._get_application)
-    app.router.add_get("/api/v10/channels/{cid}", fake._get_channel)
-    app.router.add_post("/api/v10/channels/{cid}/messages", fake._create_message)
-    app.router.add_post("/api/v10/channels/{cid}/typing", fake._trigger_typing)
-    app.router.add_get("/attachments/{aid}/{filename}", fake._get_file)
-    app.router.add_routes(fake.interactions.routes())
+    app.router.add_routes(fake.routes())
     return app
 
 

@@ -22,7 +22,8 @@ The test drives the fake over HTTP under ``/_fake/``:
 
 - ``POST /_fake/inject`` ``{"messages": [{"channel", "text", "user"?}]}`` delivers user
   messages as ``message`` events, in order (``D...`` channels are DMs); answers ``{"ts": [...]}``.
-- ``GET /_fake/sent`` answers ``{"<channel>": ["text", ...]}``: every message the bot posted.
+- ``GET /_fake/sent`` answers ``{"<channel>": ["text", ...]}``: the bot's messages each channel
+  still shows (deleted ones left out), as last edited.
 - ``GET /_fake/files`` answers ``[{"chat_id", "name", "size", "sha256"}, ...]``: every file
   shared into a channel, in order. A file shows in a channel only once
   ``files.completeUploadExternal`` shared it; bytes uploaded but never shared are not listed.
@@ -146,7 +147,10 @@ def control_routes(fake: ChaoticSlack) -> list[web.RouteDef]:
 
     async def sent(request: web.Request) -> web.Response:
         return web.json_response(
-            {channel: [p.text for p in posts] for channel, posts in list(fake.state.posted.items())}
+            {
+                channel: [p.text for p in posts if not p.deleted]
+                for channel, posts in list(fake.state.posted.items())
+            }
         )
 
     async def files(request: web.Request) -> web.Response:
