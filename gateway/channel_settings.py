@@ -308,6 +308,10 @@ class WebChannel(_ChatChannel):
     cookie_days: int = Field(
         365, ge=1, le=3650, description="days a visitor keeps their chat (signed cookie)"
     )
+    console_users: bool = Field(
+        True,
+        description="users signed in to the web console chat on the channel's page as themselves",
+    )
 
 
 ChannelSettings = Annotated[

@@ -104,6 +104,14 @@ async def run_doctor(settings: Settings, *, config: Path | None, fix: bool = Fal
     for level, text in voice:
         getattr(report, level)(text)
 
+    from gateway.http.doctor import http_findings
+
+    served = http_findings(settings)
+    if served:
+        print("http")
+    for level, text in served:
+        getattr(report, level)(text)
+
     print("data dir")
     _check_data_dir(settings, report, fix)
 

@@ -17,13 +17,26 @@ import re
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gateway.config import WebSite
 
-__all__ = ["KEY_FILE", "SiteAccess", "Visitors", "load_key"]
+__all__ = ["KEY_FILE", "SiteAccess", "Visitors", "load_key", "origin_of", "user_chat"]
 
 KEY_FILE = "web-chat.key"
 _VISITOR = re.compile(r"^[a-z2-7]{26}$")
+
+
+def user_chat(user: str) -> str:
+    """The chat id of a signed-in console user: never a visitor's (those have no dot), the
+    same whatever case they sign in with (console names compare case-insensitively)."""
+    return f"user.{user.lower()}"
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, as a browser's ``Origin`` header spells it."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
 
 
 def load_key(data_path: Path) -> bytes:

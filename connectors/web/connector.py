@@ -36,7 +36,7 @@ from connectors.base import (
     ThreadKey,
 )
 from connectors.streaming import NativeStream
-from connectors.web.access import SiteAccess, Visitors, load_key
+from connectors.web.access import SiteAccess, Visitors, load_key, origin_of
 from connectors.web.html import render_chunks
 from gateway.config import WebChannel
 from gateway.inbound_files import inbox_name
@@ -89,6 +89,7 @@ class WebConnector:
         self.out_dir = data_path / "web-chat" / settings.name
         self.sites = SiteAccess(settings.sites)
         self.secure_cookie = bool(public_url and public_url.startswith("https://"))
+        self.public_origin = origin_of(public_url) if public_url else None
         self._data_path = data_path
         self._visitors: Visitors | None = None
         self._intake: IntakeHandler | None = None
@@ -166,9 +167,17 @@ class WebConnector:
         return ThreadKey(self.name, visitor, None)
 
     async def submit(
-        self, visitor: str, event_id: str, text: str, attachments: tuple[Attachment, ...] = ()
+        self,
+        visitor: str,
+        event_id: str,
+        text: str,
+        attachments: tuple[Attachment, ...] = (),
+        *,
+        sender: Sender | None = None,
     ) -> IntakeResult:
-        """A message a visitor posted; ``event_id`` (the page's) makes a retried post a no-op.
+        """A message posted in the chat ``visitor`` (a visitor's id, or a signed-in console
+        user's :func:`connectors.web.access.user_chat`) by ``sender`` (the visitor when not
+        given); ``event_id`` (the page's) makes a retried post a no-op.
 
         Raises:
             RuntimeError: the channel is not running (the gateway is stopping).
@@ -181,7 +190,7 @@ class WebConnector:
             event_id=f"{visitor}:{event_id}",
             thread_key=self.thread_key(visitor),
             chat_type="dm",
-            sender=Sender(id=visitor, display_name="visitor"),
+            sender=sender or Sender(id=visitor, display_name="visitor"),
             text=text,
             attachments=attachments,
             platform_message_id=event_id,

@@ -1,24 +1,31 @@
 """The web chat's HTTP routes, under ``/chat/<channel>/``.
 
 - ``GET /`` the chat page, ``GET /chat.js`` and ``/chat.css`` the client (also the widget).
-- ``POST /api/hello`` (site token + origin): the visitor's signed cookie, made on first visit.
-- ``POST /api/messages`` (token + origin + cookie): a message, JSON or multipart with files.
-  The page's ``event_id`` keys it: a retried post is not stored twice. The answer comes only
-  after the message is committed.
-- ``GET /api/events`` (cookie): an event stream of the chat's changes, resuming after
-  ``Last-Event-ID`` (or ``?after=``), so a reconnect loses and doubles nothing.
-- ``GET /api/files/<id>`` (cookie): a file a reply carried, to the visitor whose chat it is.
+- ``POST /api/hello``: who is chatting. A user signed in to the web console (same origin)
+  gets their name and the CSRF token their posts carry; a site's page (site token + origin)
+  gets the visitor's signed cookie, made on first visit.
+- ``POST /api/messages`` (signed in + CSRF token, or token + origin + cookie): a message,
+  JSON or multipart with files. The page's ``event_id`` keys it: a retried post is not stored
+  twice. The answer comes only after the message is committed.
+- ``GET /api/events`` (signed in, or the cookie): an event stream of the chat's changes,
+  resuming after ``Last-Event-ID`` (or ``?after=``), so a reconnect loses and doubles nothing.
+- ``GET /api/files/<id>`` (signed in, or the cookie): a file a reply carried, to the one whose
+  chat it is.
 
-A request from an origin no site lists is refused before anything is read or stored.
+A request from another origin that no site lists is refused before anything is read or
+stored. A console session counts only on requests from Talon's own origin (or with none, as
+a same-origin ``GET``): a listed site's page cannot chat as the operator signed in beside it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
@@ -28,8 +35,10 @@ from urllib.parse import quote
 
 from aiohttp import BodyPartReader, web
 
-from connectors.base import Attachment
+from connectors.base import Attachment, Sender
+from connectors.web.access import user_chat
 from gateway.errors import TransientError
+from gateway.http.console.auth import CONSOLE_AUTH
 from gateway.inbound_files import inbox_name
 from gateway.store.web_chat import WebMessage
 
@@ -47,12 +56,19 @@ class WebChat(Protocol):
     sites: SiteAccess
     files_dir: Path
     secure_cookie: bool
+    public_origin: str | None
 
     @property
     def visitors(self) -> Visitors: ...
 
     async def submit(
-        self, visitor: str, event_id: str, text: str, attachments: tuple[Attachment, ...] = ()
+        self,
+        visitor: str,
+        event_id: str,
+        text: str,
+        attachments: tuple[Attachment, ...] = (),
+        *,
+        sender: Sender | None = None,
     ) -> IntakeResult: ...
 
     async def changes(self, visitor: str, after: int, limit: int) -> list[WebMessage]: ...
@@ -82,6 +98,20 @@ class _Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+    def response(self) -> web.Response:
+        return _error(self.status, str(self))
+
+
+class _SignIn(_Refused):
+    """Nobody is signed in on Talon's own page: 401, with where to sign in."""
+
+    def __init__(self, sign_in: str) -> None:
+        super().__init__(401, "sign in to chat")
+        self.sign_in = sign_in
+
+    def response(self) -> web.Response:
+        return web.json_response({"error": str(self), "sign_in": self.sign_in}, status=self.status)
 
 
 def install_routes(app: web.Application, c: WebChat) -> None:
@@ -137,14 +167,23 @@ async def _preflight(c: WebChat, request: web.Request) -> web.Response:
     return response
 
 
+def _same_origin(c: WebChat, request: web.Request) -> bool:
+    """Whether the request comes from Talon's own pages (no ``Origin``: a same-origin ``GET``)."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    own = {f"{request.scheme}://{request.host}".lower(), c.public_origin}
+    return origin.lower() in own
+
+
 async def _guarded(c: WebChat, handler: Any, request: web.Request) -> web.StreamResponse:
     """The origin check for every API route; refusals as JSON, with CORS headers when allowed."""
     try:
-        if not c.sites.origin_allowed(request.headers.get("Origin")):
+        if not (_same_origin(c, request) or c.sites.origin_allowed(request.headers.get("Origin"))):
             raise _Refused(403, "this origin may not use the chat")
         response: web.StreamResponse = await handler(c, request)
     except _Refused as exc:
-        response = _error(exc.status, str(exc))
+        response = exc.response()
     if not response.prepared:
         _cors(c, request, response)
     return response
@@ -159,22 +198,63 @@ def _site(c: WebChat, request: web.Request) -> None:
         raise _Refused(403, "unknown site token for this origin")
 
 
-def _visitor(c: WebChat, request: web.Request) -> str:
+@dataclass(frozen=True, slots=True)
+class _Who:
+    """Who is chatting: the chat (its id) and the sender of what they post."""
+
+    chat: str
+    sender: Sender
+    csrf: str | None = None  # a signed-in user's, which their posts must carry
+    alive: Callable[[], bool] = lambda: True  # False once a signed-in user's session ended
+
+
+def _signed_in(c: WebChat, request: web.Request) -> _Who | None:
+    """The console user signed in on Talon's own page, or None."""
+    auth = request.app.get(CONSOLE_AUTH)
+    if auth is None or not c.settings.console_users or not _same_origin(c, request):
+        return None
+    session = auth.session_of(request)
+    if session is None:
+        return None
+    sender = Sender(id=session.user, display_name=session.user)
+    return _Who(user_chat(session.user), sender, session.csrf, partial(auth.sessions.alive, session))
+
+
+def _who(c: WebChat, request: web.Request, *, posting: bool = False) -> _Who:
+    """The signed-in user (a post must carry their CSRF token), else the cookie's visitor
+    (a post must carry a site's token too)."""
+    user = _signed_in(c, request)
+    if user is not None:
+        sent = request.headers.get("X-CSRF-Token") or ""
+        if posting and not (user.csrf and hmac.compare_digest(user.csrf.encode(), sent.encode())):
+            raise _Refused(403, "this page expired or did not come from Talon; reload it")
+        return user
+    if posting and not request.headers.get("X-Talon-Site") and _same_origin(c, request):
+        raise _sign_in_refusal(c, request)
+    if posting:
+        _site(c, request)
     visitor = c.visitors.visitor_of(request.cookies.get(COOKIE))
     if visitor is None:
         raise _Refused(401, "no chat yet: open it with /api/hello")
-    return visitor
+    return _Who(visitor, Sender(id=visitor, display_name="visitor"))
 
 
 # ---------------------------------------------------------------- hello
 
 
 async def _hello(c: WebChat, request: web.Request) -> web.Response:
+    limits = {
+        "max_files": c.settings.max_files_per_message,
+        "max_file_bytes": c.settings.max_attachment_bytes,
+    }
+    user = _signed_in(c, request)
+    if user is not None:
+        return web.json_response({**limits, "user": user.sender.display_name, "csrf": user.csrf})
+    if not request.headers.get("X-Talon-Site") and _same_origin(c, request):
+        raise _sign_in_refusal(c, request)
     _site(c, request)
     visitor = c.visitors.visitor_of(request.cookies.get(COOKIE))
-    response = web.json_response(
-        {"max_files": c.settings.max_files_per_message, "max_file_bytes": c.settings.max_attachment_bytes}
-    )
+    response = web.json_response(limits)
     if visitor is None:
         visitor, value = c.visitors.new()
     else:
@@ -185,6 +265,13 @@ async def _hello(c: WebChat, request: web.Request) -> web.Response:
     attributes += "; Secure; SameSite=None; Partitioned" if c.secure_cookie else "; SameSite=Lax"
     response.headers.add("Set-Cookie", f"{COOKIE}={value}; {attributes}")
     return response
+
+
+def _sign_in_refusal(c: WebChat, request: web.Request) -> _Refused:
+    """Talon's own page used without a site token by someone not signed in."""
+    if request.app.get(CONSOLE_AUTH) is None or not c.settings.console_users:
+        return _Refused(403, "open this page from a site that embeds the chat, or with #site=TOKEN")
+    return _SignIn(f"/console/login?next={quote(f'/chat/{c.name}/', safe='')}")
 
 
 # ---------------------------------------------------------------- messages
@@ -199,10 +286,9 @@ class _Post:
 
 
 async def _messages(c: WebChat, request: web.Request) -> web.Response:
-    _site(c, request)
-    visitor = _visitor(c, request)
+    who = _who(c, request, posting=True)
     if request.content_type == "multipart/form-data":
-        post = await _read_multipart(c, request, visitor)
+        post = await _read_multipart(c, request, who.chat)
     else:
         post = await _read_json(request)
     text = post.text
@@ -212,7 +298,7 @@ async def _messages(c: WebChat, request: web.Request) -> web.Response:
     if not text.strip() and not attachments:
         raise _Refused(400, "empty message: write something or attach a file")
     try:
-        result = await c.submit(visitor, post.event_id, text, attachments)
+        result = await c.submit(who.chat, post.event_id, text, attachments, sender=who.sender)
     except (RuntimeError, TransientError):
         raise _Refused(503, "the chat is restarting; try again in a moment") from None
     return web.json_response({"status": str(result.status), "reply": result.reply})
@@ -341,7 +427,8 @@ def _resume_point(request: web.Request) -> int:
 
 
 async def _events(c: WebChat, request: web.Request) -> web.StreamResponse:
-    visitor = _visitor(c, request)
+    who = _who(c, request)
+    visitor = who.chat
     after = _resume_point(request)
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=256)
     if not c.open_stream(visitor, queue):
@@ -362,10 +449,12 @@ async def _events(c: WebChat, request: web.Request) -> web.StreamResponse:
             try:
                 wake = await asyncio.wait_for(queue.get(), HEARTBEAT)
             except TimeoutError:
+                wake = {"ping": True}
+            if wake.get("close") or not who.alive():  # signed out: the page asks again
+                break
+            if wake.get("ping"):
                 await response.write(b": ping\n\n")
                 continue
-            if wake.get("close"):
-                break
             if "working" in wake:
                 data = json.dumps({"on": bool(wake["working"])})
                 await response.write(f"event: working\ndata: {data}\n\n".encode())
@@ -396,7 +485,7 @@ async def _send_changes(c: WebChat, response: web.StreamResponse, visitor: str, 
 
 
 async def _file(c: WebChat, request: web.Request) -> web.StreamResponse:
-    visitor = _visitor(c, request)
+    visitor = _who(c, request).chat
     raw = request.match_info["id"]
     m = await c.message(int(raw)) if raw.isdigit() and len(raw) < 19 else None
     # Another visitor's file is "not found" too: nothing says it exists.

@@ -25,7 +25,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from tests.e2e.daemon import Daemon, talon_env
+from tests.e2e.daemon import Daemon, talon, talon_env
 
 # What a log must never contain: a failure inside logging itself, or an unhandled error.
 LOG_FAILURES = re.compile(r"--- Logging error ---|Traceback \(most recent call last\)|KeyError")
@@ -221,3 +221,32 @@ async def inject_rounds(fake_url: str, rounds: list[list[dict[str, Any]]], gap: 
         if i:
             await asyncio.sleep(gap)
         await post_json(f"{fake_url}/_fake/inject", {"messages": messages})
+
+
+CONSOLE_PASSWORD = "a long console password"
+
+
+async def add_console_user(config: Path, name: str, role: str) -> dict[str, str]:
+    """``talon users add NAME --role ROLE`` as operators run it; the ``console.users`` entry it prints."""
+    code, out, err = await talon(
+        "users",
+        "add",
+        name,
+        "--role",
+        role,
+        "--password-stdin",
+        "-c",
+        str(config),
+        stdin=f"{CONSOLE_PASSWORD}\n".encode(),
+    )
+    assert code == 0, err
+    entry = yaml.safe_load(out.split("\n", 1)[1])
+    return entry[0]
+
+
+async def sign_in(page: Any, url: str, name: str) -> None:
+    """Fill the console's sign-in form (a Playwright page on it) and wait to land on ``url``."""
+    await page.fill("input[name=name]", name)
+    await page.fill("input[name=password]", CONSOLE_PASSWORD)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(url)

@@ -18,7 +18,13 @@ import pytest
 import yaml
 
 from tests.console_seed import seed
-from tests.deployed.support import deployed_daemon, fake_process, write_deployed_config
+from tests.deployed.support import (
+    add_console_user,
+    deployed_daemon,
+    fake_process,
+    sign_in,
+    write_deployed_config,
+)
 from tests.e2e.daemon import talon
 from tools.browser.chromium import find_chromium
 
@@ -29,25 +35,7 @@ pytestmark = [
     ),
 ]
 
-PASSWORD = "a long console password"
 NOWHERE = "http://127.0.0.1:9"  # Chromium's own traffic goes to a closed loopback port
-
-
-async def _user(config: Path, name: str, role: str) -> dict[str, str]:
-    code, out, err = await talon(
-        "users",
-        "add",
-        name,
-        "--role",
-        role,
-        "--password-stdin",
-        "-c",
-        str(config),
-        stdin=f"{PASSWORD}\n".encode(),
-    )
-    assert code == 0, err
-    entry = yaml.safe_load(out.split("\n", 1)[1])
-    return entry[0]
 
 
 async def _browser() -> AsyncIterator[object]:
@@ -67,19 +55,15 @@ async def _browser() -> AsyncIterator[object]:
             await browser.close()
 
 
-async def _sign_in(page: object, url: str, name: str) -> None:
-    await page.fill("input[name=name]", name)
-    await page.fill("input[name=password]", PASSWORD)
-    await page.click("button[type=submit]")
-    await page.wait_for_url(url)
-
-
 async def test_operators_use_the_console_in_a_real_browser(tmp_path: Path) -> None:
     async with fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai") as model:
         config = write_deployed_config(
             tmp_path, model_url=model.url, channels=[{"name": "console", "type": "console"}]
         )
-        users = [await _user(config, "ada", "admin"), await _user(config, "val", "viewer")]
+        users = [
+            await add_console_user(config, "ada", "admin"),
+            await add_console_user(config, "val", "viewer"),
+        ]
         raw = yaml.safe_load(config.read_text())
         raw["http"] = {"listen": "127.0.0.1:0"}
         raw["console"] = {"users": users}
@@ -95,7 +79,7 @@ async def test_operators_use_the_console_in_a_real_browser(tmp_path: Path) -> No
                 admin = await browser.new_page()
                 await admin.goto(f"{base}/threads/{seeded.thread_id}")
                 assert "/console/login" in admin.url  # signed out: the form, then back here
-                await _sign_in(admin, f"{base}/threads/{seeded.thread_id}", "ada")
+                await sign_in(admin, f"{base}/threads/{seeded.thread_id}", "ada")
 
                 # The thread: its messages, the hostile one as plain text, nothing run.
                 messages = admin.locator(".message .text")
@@ -147,7 +131,7 @@ async def test_operators_use_the_console_in_a_real_browser(tmp_path: Path) -> No
                 # A viewer sees no buttons, and a change with its own valid token is refused.
                 viewer = await (await browser.new_context()).new_page()
                 await viewer.goto(f"{base}/schedules")
-                await _sign_in(viewer, f"{base}/schedules", "val")
+                await sign_in(viewer, f"{base}/schedules", "val")
                 assert await viewer.locator("main button").count() == 0
                 refused = await viewer.evaluate(
                     """async (path) => {

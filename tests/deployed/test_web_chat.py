@@ -19,9 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from aiohttp import web
 
-from tests.deployed.support import deployed_daemon, fake_process, log_failures, write_deployed_config
+from tests.deployed.support import (
+    add_console_user,
+    deployed_daemon,
+    fake_process,
+    log_failures,
+    sign_in,
+    write_deployed_config,
+)
 from tools.browser.chromium import CONFINED_ARGUMENTS, find_chromium
 
 CHROMIUM = find_chromium(None)
@@ -94,12 +102,16 @@ def config_for(root: Path, model_url: str, port: int, origins: list[str]) -> Pat
     )
 
 
-def stored(data_dir: Path) -> list[tuple[str, str, int]]:
+def query(data_dir: Path, sql: str) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(f"file:{data_dir / 'talon.db'}?mode=ro", uri=True)
     try:
-        return list(conn.execute("SELECT role, body, deleted FROM web_messages ORDER BY id"))
+        return list(conn.execute(sql))
     finally:
         conn.close()
+
+
+def stored(data_dir: Path) -> list[tuple[str, str, int]]:
+    return query(data_dir, "SELECT role, body, deleted FROM web_messages ORDER BY id")
 
 
 async def bot_messages(page: Any) -> list[dict[str, str]]:
@@ -213,3 +225,49 @@ async def test_kill_9_mid_reply_and_reconnects_lose_and_double_nothing(tmp_path:
         assert sorted(role for role, _ in live) == ["bot", "bot", "user", "user"]
         answers = [body for role, body in live if role == "bot"]
         assert sum("w29" in b for b in answers) == 1 and sum("second question" in b for b in answers) == 1
+
+
+async def test_a_console_user_signs_in_and_chats_as_themselves(tmp_path: Path) -> None:
+    port = free_port()
+    talon = f"http://127.0.0.1:{port}"
+    async with (
+        fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai", "--chunk-delay", "0.1") as model,
+        chromium() as browser,
+    ):
+        config = config_for(tmp_path, model.url, port, ["https://shop.example"])
+        raw = yaml.safe_load(config.read_text())
+        del raw["channels"][0]["sites"]  # no sites: a chat for console users only
+        raw["console"] = {"users": [await add_console_user(config, "Ada", "viewer")]}
+        config.write_text(yaml.safe_dump(raw))
+        async with deployed_daemon(config) as daemon:
+            page = await browser.new_page()
+            await page.goto(f"{talon}/chat/web/")
+            await page.locator(".talon-status", has_text="sign in to chat").wait_for(timeout=20_000)
+            await page.click(".talon-status a.talon-sign-in")
+            await sign_in(page, f"{talon}/chat/web/", "Ada")  # and back to the chat
+            await page.locator(".talon-status", has_text="signed in as Ada").wait_for(timeout=20_000)
+            await page.fill(".talon-form textarea", "hello from the console")
+            await page.press(".talon-form textarea", "Enter")
+            preview = page.locator(".talon-msg.bot[data-format='plain']")
+            await preview.first.wait_for(timeout=30_000)  # streamed while the model writes
+            preview_id = await preview.first.get_attribute("data-id")
+            final = page.locator(f".talon-msg.bot[data-id='{preview_id}'][data-format='html']")
+            await final.wait_for(timeout=60_000)
+            assert "hello from the console" in (await final.text_content() or "")
+            await page.locator(".talon-stop").click()  # /stop, with nothing running, is answered
+            await page.locator(".talon-msg.bot").nth(1).wait_for(timeout=30_000)
+            await page.goto(f"{talon}/console/")  # every console page links to the chat
+            await page.click("header nav a[href='/chat/web/']")
+            await page.locator(".talon-msg.user", has_text="hello from the console").wait_for(timeout=20_000)
+
+            await page.context.clear_cookies()  # signed out: the page cannot post as Ada any more
+            await page.fill(".talon-form textarea", "still me?")
+            await page.press(".talon-form textarea", "Enter")
+            await page.locator(".talon-status", has_text="sign in to chat").wait_for(timeout=20_000)
+            await daemon.stop()
+        assert not log_failures(daemon.log())
+    chats = {chat for (chat,) in query(tmp_path / "data", "SELECT DISTINCT chat_id FROM web_messages")}
+    assert chats == {"user.ada"}
+    senders = query(tmp_path / "data", "SELECT DISTINCT sender_id FROM messages WHERE role = 'user'")
+    assert senders == [("Ada",)]
+    assert ("still me?",) not in query(tmp_path / "data", "SELECT body FROM web_messages")

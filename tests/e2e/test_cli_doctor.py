@@ -81,3 +81,23 @@ async def test_doctor_fix_creates_the_data_dir_and_makes_it_owner_only(
     assert stat.S_IMODE((bot / "data" / "talon.db").stat().st_mode) == 0o600
     _, out, _ = await talon("doctor", "-c", config)
     assert "writable and owner-only" in out
+
+
+async def test_doctor_says_who_can_reach_the_http_server_and_use_its_pages(
+    tmp_path: Path, model_url: str
+) -> None:
+    bot = await _init(tmp_path, [f"OPENAI_BASE_URL={model_url}", "TALON_MODEL=local:x"])
+    await _configure(bot, [{"name": "web", "type": "web"}])  # no sites, no console users
+    config = yaml.safe_load((bot / "talon.yaml").read_text())
+    config["http"] = {"listen": "127.0.0.1:0"}
+    (bot / "talon.yaml").write_text(yaml.safe_dump(config))
+    _, out, _ = await talon("doctor", "-c", str(bot / "talon.yaml"))
+    assert "http.listen 127.0.0.1:0: reachable from this machine only" in out
+    assert "channels[1] (web): no sites and no console users, so nobody can open this chat" in out
+
+    config["http"] = {"listen": "0.0.0.0:8787", "public_url": "http://talon.example.com"}
+    (bot / "talon.yaml").write_text(yaml.safe_dump(config))
+    _, out, _ = await talon("doctor", "-c", str(bot / "talon.yaml"))
+    assert "http.listen 0.0.0.0:8787: reachable beyond this machine" in out
+    assert "http.metrics_token: unset" in out
+    assert "http.public_url http://talon.example.com: not https" in out

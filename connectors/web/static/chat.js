@@ -68,9 +68,15 @@
     const pending = new Map(); // event id -> element of a message not yet confirmed
     let lastSeq = 0;
     let stream = null;
+    let csrf = ""; // a signed-in console user's: their posts carry it
 
-    function error(text) {
+    function error(text, signIn) {
       ui.status.textContent = text;
+      if (signIn) {
+        const link = el("a", "talon-sign-in", "Sign in");
+        link.href = new URL(signIn, base).href;
+        ui.status.append(" ", link);
+      }
     }
 
     function show(m) {
@@ -112,7 +118,9 @@
       if (stream) stream.close();
       // A new EventSource starts without Last-Event-ID: ?after= says where this page is.
       stream = new EventSource(base + "api/events?after=" + lastSeq, { withCredentials: true });
-      stream.addEventListener("open", () => { ui.status.textContent = ""; });
+      stream.addEventListener("open", () => {
+        ui.status.textContent = ui.status.dataset.user ? "signed in as " + ui.status.dataset.user : "";
+      });
       stream.addEventListener("message", (e) => show(JSON.parse(e.data)));
       stream.addEventListener("working", (e) => {
         ui.working.textContent = JSON.parse(e.data).on ? "…" : "";
@@ -133,10 +141,14 @@
         // A refused origin gets no CORS headers, so the page cannot read why.
         throw new Error("cannot reach the chat, or this site may not use it");
       }
+      const body = await response.json().catch(() => ({}));
       if (!response.ok) {
-        const body = await response.json().catch(() => ({}));
-        throw new Error(body.error || "the chat refused this page (" + response.status + ")");
+        const refused = new Error(body.error || "the chat refused this page (" + response.status + ")");
+        refused.signIn = body.sign_in;
+        throw refused;
       }
+      csrf = body.csrf || "";
+      if (body.user) ui.status.dataset.user = body.user;
     }
 
     async function reopen() {
@@ -144,14 +156,14 @@
         await hello();
         connect();
       } catch (exc) {
-        error(String(exc.message || exc));
-        setTimeout(reopen, 5000);
+        error(String(exc.message || exc), exc.signIn);
+        if (!exc.signIn) setTimeout(reopen, 5000);
       }
     }
 
     async function post(eventId, text, chosen) {
       let body;
-      const headers = { "X-Talon-Site": token };
+      let type = {};
       if (chosen.length) {
         body = new FormData();
         body.append("event_id", eventId); // first: it names the files
@@ -159,17 +171,23 @@
         for (const file of chosen) body.append("file", file, file.name);
       } else {
         body = JSON.stringify({ event_id: eventId, text: text });
-        headers["Content-Type"] = "application/json";
+        type = { "Content-Type": "application/json" };
       }
       // The same event id on every try: a post the server already has is not stored twice.
       for (let attempt = 0; attempt < 8; attempt++) {
+        // Signed in, a post carries the session's CSRF token; on a site's page, its token.
+        const headers = Object.assign({}, type, csrf ? { "X-CSRF-Token": csrf } : { "X-Talon-Site": token });
         try {
           const response = await fetch(base + "api/messages", {
             method: "POST", credentials: "include", headers: headers, body: body,
           });
           if (response.ok) return;
-          if (response.status === 401) await hello().catch(() => {});
-          else if (response.status < 500 && response.status !== 429) {
+          if (response.status === 401) {
+            csrf = "";
+            await hello().catch((exc) => {
+              if (exc.signIn) throw exc; // the console session ended: sign in again
+            });
+          } else if (response.status < 500 && response.status !== 429) {
             const found = await response.json().catch(() => ({}));
             throw new Error(found.error || "refused (" + response.status + ")");
           }
@@ -195,7 +213,7 @@
       } catch (exc) {
         node.classList.add("failed");
         node.title = String(exc.message || exc);
-        error(String(exc.message || exc));
+        error(String(exc.message || exc), exc.signIn);
       }
     }
 

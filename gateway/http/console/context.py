@@ -82,6 +82,12 @@ class Console:
         self.auth = ConsoleAuth(deps.settings.console, deps.db, secure=public.startswith("https://"))
         self.templates = _environment()
         self.stopping = asyncio.Event()
+        # Web chat channels its users may chat on as themselves (linked from every page).
+        self.chats = [
+            ch.name
+            for ch in deps.settings.channels
+            if ch.type == "web" and ch.console_users  # type: ignore[union-attr]
+        ]
 
     def render(
         self, template: str, session: Session | None, *, status: int = 200, **context: Any
@@ -89,7 +95,7 @@ class Console:
         page = self.templates.get_template(template)
         request = _REQUEST.get()
         done = request.query.get("done", "")[:200] if request is not None else ""
-        text = page.render(session=session, prefix=PREFIX, request_done=done, **context)
+        text = page.render(session=session, prefix=PREFIX, request_done=done, chats=self.chats, **context)
         return web.Response(
             text=text,
             status=status,

@@ -234,10 +234,10 @@ class Pages:
 
 
 def _next(value: str | None) -> str:
-    """Where to go after signing in: a console path only, never another site."""
+    """Where to go after signing in: a console or web chat path only, never another site."""
     from gateway.http.console.context import PREFIX
 
     target = unquote(value or "")
-    if target.startswith(f"{PREFIX}/") and not target.startswith("//") and "\\" not in target:
+    if target.startswith((f"{PREFIX}/", "/chat/")) and "\\" not in target:
         return target
     return f"{PREFIX}/"
