@@ -3,6 +3,8 @@ prometheus-client's own parser: the counts match what the chats saw."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import aiohttp
@@ -71,12 +73,20 @@ async def test_metrics_count_a_scripted_conversation(tmp_path: Path) -> None:
                     f"{url}/metrics", headers={"Authorization": "Bearer wrong-token-0123456789"}
                 ) as resp:
                     assert resp.status == 401
-                async with session.get(
-                    f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
-                ) as resp:
-                    assert resp.status == 200
-                    assert resp.headers["X-Content-Type-Options"] == "nosniff"
-                    samples = _samples(await resp.text())
+                # A turn and a send are counted as they end, a moment after the reply reached the chat.
+                deadline = time.monotonic() + 10
+                while True:
+                    async with session.get(
+                        f"{url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
+                    ) as resp:
+                        assert resp.status == 200
+                        assert resp.headers["X-Content-Type-Options"] == "nosniff"
+                        samples = _samples(await resp.text())
+                    ended = _value(samples, "talon_turns_total", persona="assistant", outcome="completed")
+                    sent = _value(samples, "talon_outbox_sends_total", channel="tg", outcome="sent")
+                    if min(ended, sent) >= 6 or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(0.1)
             assert await daemon.stop() == 0
 
     assert _value(samples, "talon_intake_events_total", channel="tg", outcome="accepted") == 6
