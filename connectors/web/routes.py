@@ -95,23 +95,17 @@ _READ = 64 * 1024
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    """A refusal the route answers with: ``status``, the sentence, and (nobody signed in on
+    Talon's own page) where to sign in."""
+
+    def __init__(self, status: int, message: str, *, sign_in: str | None = None) -> None:
         super().__init__(message)
         self.status = status
-
-    def response(self) -> web.Response:
-        return _error(self.status, str(self))
-
-
-class _SignIn(_Refused):
-    """Nobody is signed in on Talon's own page: 401, with where to sign in."""
-
-    def __init__(self, sign_in: str) -> None:
-        super().__init__(401, "sign in to chat")
         self.sign_in = sign_in
 
     def response(self) -> web.Response:
-        return web.json_response({"error": str(self), "sign_in": self.sign_in}, status=self.status)
+        body = {"error": str(self)} if self.sign_in is None else {"error": str(self), "sign_in": self.sign_in}
+        return web.json_response(body, status=self.status)
 
 
 def install_routes(app: web.Application, c: WebChat) -> None:
@@ -271,7 +265,9 @@ def _sign_in_refusal(c: WebChat, request: web.Request) -> _Refused:
     """Talon's own page used without a site token by someone not signed in."""
     if request.app.get(CONSOLE_AUTH) is None or not c.settings.console_users:
         return _Refused(403, "open this page from a site that embeds the chat, or with #site=TOKEN")
-    return _SignIn(f"/console/login?next={quote(f'/chat/{c.name}/', safe='')}")
+    return _Refused(
+        401, "sign in to chat", sign_in=f"/console/login?next={quote(f'/chat/{c.name}/', safe='')}"
+    )
 
 
 # ---------------------------------------------------------------- messages
