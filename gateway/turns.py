@@ -5,6 +5,10 @@ are written in one transaction, so a crash either leaves the batch to run again 
 the reply safely in the outbox — never both, never neither. When that transaction fails
 after the model answered, the answer is kept on the run (``runs.answer``) and the retry
 commits it without calling the model again.
+
+The stages live beside it: :mod:`gateway.turn_start` (what the lease's transaction reads),
+:mod:`gateway.turn_input` (what the model reads), :mod:`gateway.turn_commit` (the
+transactions that end the turn); this module runs them in order around the model loop.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -25,76 +29,42 @@ from gateway.budgets import RunBudget
 from gateway.config import Settings
 from gateway.events import EventBus
 from gateway.interactions.clock import turn_deadline
-from gateway.live_reply import (
-    LiveReply,
-    Preview,
-    enqueue_reply,
-    open_live_reply,
-    settle_stale,
-    stale_preview_of,
-)
+from gateway.live_reply import LiveReply, Preview, open_live_reply, settle_stale, stale_preview_of
 from gateway.logs import run_id_var, thread_id_var
-from gateway.memory_scopes import hot_memory_section, memory_keys
 from gateway.metrics import TOKENS, TURN_COST
-from gateway.outbox import Outbox, ThreadAddress, enqueue_chunks, enqueue_files, next_pending
+from gateway.outbox import Outbox, ThreadAddress
 from gateway.personas import Persona
 from gateway.poster import ChannelPoster
-from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in, keep_run_in
+from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in
 from gateway.roles import as_role, batch_role
 from gateway.runtime.agent import TurnResult, run_agent
-from gateway.runtime.checkpoints import Checkpoint, Suspended, from_state, to_state
-from gateway.runtime.context import (
-    ChannelInfo,
-    build_transcript,
-    estimate_tokens,
-    system_prompt,
-    transcript_rows,
-)
+from gateway.runtime.checkpoints import Checkpoint, Suspended, to_state
+from gateway.runtime.context import ChannelInfo
 from gateway.runtime.fallback import chain_for
-from gateway.runtime.inbound_images import transcript_images
-from gateway.runtime.model import ChatMessage, ModelProvider, Usage
-from gateway.skills import skill_entries, skills_section
-from gateway.spending import BudgetState, Spending, batch_sender, run_spend
-from gateway.store.children import Payer, job_payer
+from gateway.runtime.model import ModelProvider
+from gateway.spending import BudgetState, Spending
 from gateway.store.db import Database
-from gateway.store.interactions import load_checkpoint, save_checkpoint
-from gateway.store.memory import list_items
-from gateway.store.messages import MessageRow, add_message, batch_senders, platform_message_id, sole_sender
-from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer, resume_kept, start_run
+from gateway.store.interactions import save_checkpoint
+from gateway.store.runs import end_run
 from gateway.store.threads import ThreadRow, get_thread
-from gateway.subagents.summarize import Summarizer, context_start
+from gateway.subagents.summarize import Summarizer
 from gateway.tracing import RunTrace
+from gateway.turn_commit import (
+    Reply,
+    commit_refusal,
+    commit_reply,
+    keep_answer_of,
+    not_saved_reason,
+    storable,
+)
+from gateway.turn_input import turn_input
 from gateway.turn_notices import STOPPED, failure_notice
 from gateway.turn_seams import NoTurnTools, ScheduleResults, TurnHooks, TurnTools
+from gateway.turn_start import TurnStart, begin_turn
 from gateway.usage import cost_of
 from gateway.voice.service import Voice
-from gateway.workspaces import thread_workspace
 
 log = logging.getLogger("talon.turns")
-
-
-@dataclass(frozen=True, slots=True)
-class TurnStart:
-    """What :meth:`TurnRunner.begin` read and recorded in the lease's transaction."""
-
-    thread: ThreadRow
-    summary: str | None
-    rows: list[MessageRow]
-    persona: Persona | None  # None: the thread's persona is not configured (and no run began)
-    run_id: int | None
-    reply_to: str | None  # the platform message a group reply answers
-    kept: TurnResult | None = None  # the answer an earlier attempt kept: commit it, don't ask the model
-    sender_id: str | None = None  # the one sender the batch's messages are from, if one
-    senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
-    resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
-    trace_parents: tuple[str, ...] = ()  # the spans this turn continues (its messages' intake)
-    payer: Payer | None = None  # a background child's turn counts for its root turn's payer
-
-    def budget_subjects(self, persona: str) -> tuple[str, str, tuple[str, ...]]:
-        """The persona, channel and senders whose budgets this turn is checked and counted against."""
-        if self.payer is None:
-            return persona, self.thread.channel, self.senders
-        return self.payer.persona or persona, self.payer.channel or "", self.payer.senders
 
 
 def _count_spend(settings: Settings, persona: Persona, result: TurnResult) -> None:
@@ -150,41 +120,7 @@ class TurnRunner(TurnHandler):
 
     def begin(self, conn: sqlite3.Connection, batch: Batch) -> TurnStart:
         """The turn's context and its ``runs`` row, in the lease's transaction."""
-        upto = max(batch.message_ids) if batch.message_ids else None
-        thread, summary, rows = _load_context(batch.thread_id, upto, conn)
-        persona = self.personas.get(thread.persona or "")
-        if persona is None:
-            return TurnStart(thread, summary, rows, None, run_id=None, reply_to=None)
-        kept = _resume_kept(conn, batch.kept_run) if batch.kept_run is not None else None
-        state = load_checkpoint(conn, batch.kept_run) if batch.kept_run is not None and kept is None else None
-        if kept is not None or state is not None:
-            run_id = batch.kept_run
-        else:
-            run_id = start_run(conn, batch.thread_id, persona.name, persona.model_ref, time.time())
-        reply_to = None
-        if upto is not None and thread.chat_type != "dm":  # in groups, reply to the trigger
-            reply_to = platform_message_id(conn, upto)
-        sender_id = sole_sender(conn, batch.message_ids)
-        senders = tuple(batch_senders(conn, batch.message_ids))
-        resume = from_state(state) if state is not None else None
-        # A background child's turn has no messages' spans: it continues the span that started it.
-        parents = otel.parents(conn, "message", batch.message_ids) or otel.parents(
-            conn, "thread", [batch.thread_id]
-        )
-        return TurnStart(
-            thread,
-            summary,
-            rows,
-            persona,
-            run_id,
-            reply_to,
-            kept,
-            sender_id,
-            senders,
-            resume,
-            tuple(parents),
-            job_payer(conn, batch.thread_id),
-        )
+        return begin_turn(conn, batch, self.personas)
 
     async def run(self, batch: Batch, begun: TurnStart) -> None:
         if not otel.enabled() or begun.persona is None or begun.run_id is None:
@@ -319,15 +255,15 @@ class TurnRunner(TurnHandler):
     ) -> ReplyNotSavedError:
         """The reply's commit failed: keep the answer on the run, in a transaction of its own,
         so the retry commits it instead of paying for the model again."""
-        error = _storable(f"reply not saved: {type(exc).__name__}: {exc}")
+        error = storable(f"reply not saved: {type(exc).__name__}: {exc}")
         log.error("the model answered but the reply could not be saved; keeping the answer", exc_info=exc)
         try:
             await self.db.run_transaction(
-                partial(_keep_answer, batch=batch, run_id=run_id, result=result, error=error)
+                partial(keep_answer_of, batch=batch, run_id=run_id, result=result, error=error)
             )
         except Exception:
             log.exception("the answer could not be kept either; the retry will call the model again")
-        return ReplyNotSavedError(error, reason=_not_saved_reason(exc))
+        return ReplyNotSavedError(error, reason=not_saved_reason(exc))
 
     async def _end_run(self, run_id: int, status: str, error: str | None) -> None:
         trace = self._traces.pop(run_id, None)
@@ -354,43 +290,19 @@ class TurnRunner(TurnHandler):
         resume: Suspended | None = None,
     ) -> tuple[TurnResult, int]:
         """The turn's model loop; also returns the transcript's size in tokens."""
-        keys = memory_keys(
-            persona.capabilities,
-            persona=persona.name,
-            thread_id=thread.id,
-            channel=thread.channel,
-            sender_id=sender_id,
-        )
-        memory = await self.db.read(hot_memory_section, list(keys.values())) if keys else None
-        skills = None
-        if "skill.use" in persona.capabilities:  # names and descriptions only, until skill loads one
-            listed = list(zip(persona.skills, persona.skill_descriptions, strict=True))
-            skills = skills_section(await self.db.read(skill_entries, persona.name, listed))
-        system = system_prompt(
-            persona,
-            timezone=self.settings.timezone,
-            channels=self._channels,
-            current_channel=thread.channel,
-            tool_instructions=self.tools.instructions(persona),
+        given = await turn_input(
+            self.db,
+            self.settings,
+            batch=batch,
+            thread=thread,
+            persona=persona,
             summary=summary,
-            memory=memory,
-            skills=skills,
+            rows=rows,
+            sender_id=sender_id,
+            channels=self._channels,
+            tool_instructions=self.tools.instructions(persona),
         )
-        provider_settings = self.settings.providers.get(persona.provider)
-        vision = provider_settings is not None and provider_settings.accepts_images(persona.model)
-        workspace = thread_workspace(self.settings, persona.name, batch.thread_id)
-        images = await asyncio.to_thread(transcript_images, rows, workspace, vision=vision)
-        messages = build_transcript(
-            rows,
-            budget_tokens=self.settings.agent.context_tokens,
-            show_names=thread.chat_type != "dm",
-            images=images,
-        )
-        for item in batch.items:
-            if item.kind != "message":
-                messages.append(ChatMessage("user", _task_text(item.kind, item.payload)))
-        context_size = sum(estimate_tokens(m.content) for m in messages)
-        if not messages:
+        if not given.messages:
             return TurnResult(text=""), 0
         trace = self._traces[run_id]
         provider = chain_for(self.providers, persona.model_ref, persona.fallbacks, trace=trace)
@@ -407,8 +319,8 @@ class TurnRunner(TurnHandler):
         result = await run_agent(
             provider,
             model=persona.model,
-            system=system,
-            messages=_alternate(messages),
+            system=given.system,
+            messages=given.messages,
             tools=live.tools(toolbox) if live is not None else toolbox,
             max_turns=persona.max_turns or self.settings.agent.max_turns,
             max_tokens=persona.max_tokens or self.settings.agent.max_tokens,
@@ -420,7 +332,7 @@ class TurnRunner(TurnHandler):
             resume=resume,
         )
         result.model, result.fallbacks = provider.answered, provider.fallbacks
-        return result, context_size
+        return result, given.tokens
 
     def _checkpoint(self, batch: Batch, run_id: int, toolbox: Any) -> Checkpoint | None:
         """Where the run's state goes before a call that may wait for a human: the store, with
@@ -460,64 +372,25 @@ class TurnRunner(TurnHandler):
             spoken = await self.voice.spoken_reply(
                 run_id, key.channel, plain, connector.max_file_bytes, persona.speech
             )
-        address = ThreadAddress(batch.thread_id, key)
         trace = self._traces.pop(run_id, None)
         if trace is not None:
             trace.phase("turn_ended", outcome="completed", silent=bool(silent))
-        span_parent = otel.traceparent()  # the turn's span, which its sends continue
-
-        def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
-            now = time.time()
-            outbox_ids: list[int] = []
-            otel.keep(conn, "run", run_id, span_parent)
-            if not silent:
-                message_id = add_message(
-                    conn,
-                    batch.thread_id,
-                    "assistant",
-                    result.text,
-                    created_at=now,
-                    persona=persona.name,
-                    run_id=run_id,
-                    sort_key=_after(batch),
-                )
-                outbox_ids, after = enqueue_reply(
-                    conn,
-                    address,
-                    chunks,
-                    preview,
-                    run_id=run_id,
-                    message_id=message_id,
-                    reply_to=reply_to,
-                    now=now,
-                )
-                enqueue_files(conn, address, spoken, run_id=run_id, message_id=message_id, first_seq=after)
-            complete_in(conn, batch, run_id)
-            complete_run(
-                conn,
-                run_id,
-                # A hook may have changed the provider since the run began, a fallback the model.
-                model=result.model or persona.model_ref,
-                input_tokens=result.usage.input_tokens,
-                output_tokens=result.usage.output_tokens,
-                model_calls=result.model_calls,
-                now=now,
-                spend=run_spend(
-                    self.settings,
-                    result,
-                    persona,
-                    key.channel,
-                    batch_sender(conn, batch),
-                    now,
-                    payer=job_payer(conn, batch.thread_id),
-                ),
-            )
-            if trace is not None:
-                trace.write(conn)
-            return outbox_ids, next_pending(conn, batch.thread_id) if outbox_ids else None
-
+        reply = Reply(
+            batch,
+            ThreadAddress(batch.thread_id, key),
+            persona,
+            run_id,
+            result,
+            bool(silent),
+            chunks,
+            spoken,
+            reply_to,
+            preview,
+            trace,
+            otel.traceparent(),  # the turn's span, which its sends continue
+        )
         try:
-            committed = await self.db.run_transaction(commit)
+            committed = await self.db.run_transaction(commit_reply, reply, self.settings)
         except BaseException:
             await self.outbox.spool.discard([f.path for f in spoken])
             raise
@@ -564,17 +437,17 @@ class TurnRunner(TurnHandler):
         connector = self.connectors.get(thread.channel)
         text = spent.refusal(self.settings.currency)
         chunks = connector.render(text) if connector is not None else []
-        address = ThreadAddress(batch.thread_id, thread.key)
-        span_parent = otel.traceparent()
-
-        def commit(conn: sqlite3.Connection) -> tuple[list[int], sqlite3.Row | None]:
-            otel.keep(conn, "run", run_id, span_parent)
-            ids = enqueue_chunks(conn, address, chunks, run_id=run_id, reply_to=reply_to) if chunks else []
-            complete_in(conn, batch, run_id)
-            end_run(conn, run_id, "refused", f"{spent.budget} for {spent.subject} is spent", time.time())
-            return ids, next_pending(conn, batch.thread_id) if ids else None
-
-        outbox_ids, next_row = await self.db.run_transaction(commit)
+        refuse = partial(
+            commit_refusal,
+            batch=batch,
+            address=ThreadAddress(batch.thread_id, thread.key),
+            run_id=run_id,
+            chunks=chunks,
+            reply_to=reply_to,
+            why=f"{spent.budget} for {spent.subject} is spent",
+            span_parent=otel.traceparent(),
+        )
+        outbox_ids, next_row = await self.db.run_transaction(refuse)
         if outbox_ids:
             self.outbox.notify(batch.thread_id, next_row)
         error = f"budget {spent.budget} is spent"
@@ -621,79 +494,3 @@ class TurnRunner(TurnHandler):
                 "outbox": posted,
             },
         )
-
-
-def _load_context(
-    thread_id: int, upto_message_id: int | None, conn: sqlite3.Connection
-) -> tuple[ThreadRow, str | None, list[MessageRow]]:
-    """One snapshot for a turn: the thread, its latest summary, its recent messages."""
-    thread = get_thread(conn, thread_id)
-    if thread is None:
-        raise LookupError(f"thread {thread_id} vanished")
-    summary = list_items(conn, thread_id, limit=1, kind="summary")
-    rows = transcript_rows(
-        conn, thread_id, context_from=context_start(thread), upto_message_id=upto_message_id
-    )
-    return thread, summary[0].value if summary else None, rows
-
-
-def _resume_kept(conn: sqlite3.Connection, run_id: int) -> TurnResult | None:
-    """The answer ``run_id`` kept when its reply failed to commit; the run is running again."""
-    kept = resume_kept(conn, run_id)
-    if kept is None:
-        return None
-    return TurnResult(
-        text=kept.text,
-        usage=Usage(kept.input_tokens, kept.output_tokens),
-        model_calls=kept.model_calls,
-        tool_calls=kept.tool_calls,
-    )
-
-
-def _keep_answer(conn: sqlite3.Connection, batch: Batch, run_id: int, result: TurnResult, error: str) -> None:
-    answer = KeptAnswer(
-        result.text,
-        result.tool_calls,
-        result.usage.input_tokens,
-        result.usage.output_tokens,
-        result.model_calls,
-    )
-    keep_answer(conn, run_id, answer, error=error, now=time.time())
-    keep_run_in(conn, batch, run_id)
-
-
-def _not_saved_reason(exc: Exception) -> str:
-    """What failed, in words for the chat (the log has the details)."""
-    if isinstance(exc, sqlite3.Error):
-        return "the database refused the write"
-    if isinstance(exc, UnicodeError):
-        return "its text could not be stored"
-    return f"an internal error ({type(exc).__name__})"
-
-
-def _storable(text: str) -> str:
-    """``text`` safe to store: an error message may quote what could not be encoded."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _after(batch: Batch) -> float | None:
-    """The reply's place in the conversation: right after the last message it answers."""
-    return max(batch.message_ids) + 0.5 if batch.message_ids else None
-
-
-def _task_text(kind: str, payload: dict[str, Any]) -> str:
-    if kind == "schedule":
-        label = f" «{payload['label']}»" if payload.get("label") else ""
-        return f"[scheduled task{label}] {payload.get('prompt', '')}"
-    return f"[{kind}] {payload.get('text') or payload.get('prompt') or ''}"
-
-
-def _alternate(messages: list[ChatMessage]) -> list[ChatMessage]:
-    out: list[ChatMessage] = []
-    for m in messages:
-        if out and out[-1].role == m.role:
-            last = out[-1]
-            out[-1] = ChatMessage(m.role, last.content + "\n\n" + m.content, images=last.images + m.images)
-        else:
-            out.append(m)
-    return out

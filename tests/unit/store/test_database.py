@@ -100,7 +100,7 @@ async def test_a_turns_reads_use_indexes_whatever_the_history(db: Database) -> N
     """The reads every reply makes walk an index; none scans a table or sorts a thread's
     whole history, so a long-lived chat answers as fast as a new one."""
     from gateway.outbox import next_pending
-    from gateway.turns import _load_context
+    from gateway.turn_start import load_context
 
     def setup(conn: sqlite3.Connection) -> None:
         conn.execute(
@@ -114,7 +114,7 @@ async def test_a_turns_reads_use_indexes_whatever_the_history(db: Database) -> N
     def hot_reads(conn: sqlite3.Connection) -> list[list[str]]:
         conn.set_trace_callback(statements.append)
         try:
-            _load_context(1, 10, conn)
+            load_context(1, 10, conn)
             next_pending(conn, 1)
         finally:
             conn.set_trace_callback(None)
