@@ -28,8 +28,10 @@ class _Client(anthropic.AsyncAnthropic):
     """The SDK's client, reading streams as valid UTF-8 (see
     :class:`~gateway.runtime.providers.stream_text.ValidUTF8Decoder`)."""
 
-    def _make_sse_decoder(self) -> Any:
-        return ValidUTF8Decoder(super()._make_sse_decoder())
+    def _make_sse_decoder(self, *args: Any, **kwargs: Any) -> Any:
+        # Passes through what the SDK hands its own decoder factory (newer releases pass the
+        # request's options), so an SDK upgrade cannot break streaming here.
+        return ValidUTF8Decoder(super()._make_sse_decoder(*args, **kwargs))
 
 
 class AnthropicProvider(StreamingProvider[_Client]):
