@@ -99,8 +99,9 @@ def record_child_run(
 ) -> None:
     """``run_id`` is a child's run (``kind``: foreground, node or background)."""
     conn.execute(
-        "INSERT OR REPLACE INTO child_runs (run_id, parent_run_id, root_run_id, depth, kind) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO child_runs (run_id, parent_run_id, root_run_id, depth, kind) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (run_id) DO UPDATE SET parent_run_id = excluded.parent_run_id, "
+        "root_run_id = excluded.root_run_id, depth = excluded.depth, kind = excluded.kind",
         (run_id, parent_run_id, root_run_id, depth, kind),
     )
 
@@ -223,8 +224,10 @@ def record_node(
 ) -> None:
     """A compose node finished; its output is reused by a retry of the same call."""
     conn.execute(
-        "INSERT OR REPLACE INTO compose_nodes (compose_key, node_id, status, output, usage, finished_at) "
-        "VALUES (?, ?, 'completed', ?, ?, ?)",
+        "INSERT INTO compose_nodes (compose_key, node_id, status, output, usage, finished_at) "
+        "VALUES (?, ?, 'completed', ?, ?, ?) ON CONFLICT (compose_key, node_id) DO UPDATE SET "
+        "status = excluded.status, output = excluded.output, usage = excluded.usage, "
+        "finished_at = excluded.finished_at",
         (compose_key, node_id, output, json.dumps(usage), now),
     )
 

@@ -1,8 +1,9 @@
-"""A sqlite3 connection on a thread of its own, driven from the event loop.
+"""A database connection on a thread of its own, driven from the event loop.
 
-SQLite calls block, so each connection the store keeps lives on one thread: coroutines hand
-it plain functions of the connection and await their results. A function runs whole on that
-thread, however many statements it has, which is what makes a transaction one hop.
+SQLite calls block, and so do psycopg's synchronous ones, so each connection the store keeps
+lives on one thread: coroutines hand it plain functions of the connection and await their
+results. A function runs whole on that thread, however many statements it has, which is what
+makes a transaction one hop.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from queue import SimpleQueue
 from typing import Any, TypeVar
@@ -32,9 +34,16 @@ def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
         future.set_exception(error)
 
 
+def _connect_sqlite(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
 class ConnectionThread:
-    """One ``sqlite3.Connection`` (rows as ``sqlite3.Row``, autocommit mode) and the one thread
-    that uses it. Use :meth:`open` to get one.
+    """One connection and the one thread that uses it: a ``sqlite3.Connection`` (rows as
+    ``sqlite3.Row``, autocommit mode) from :meth:`open`, or whatever :meth:`start`'s
+    ``connect`` returns.
 
     Calls run one at a time, in the order they were made.
     """
@@ -46,22 +55,31 @@ class ConnectionThread:
 
     @classmethod
     async def open(cls, path: Path, *, name: str) -> ConnectionThread:
-        """Connect to ``path`` on a new thread called ``name``.
+        """Connect to the SQLite file ``path`` on a new thread called ``name``.
 
         Raises:
             sqlite3.Error: the database cannot be opened.
         """
+        return await cls.start(partial(_connect_sqlite, path), name=name)
+
+    @classmethod
+    async def start(cls, connect: Callable[[], Any], *, name: str) -> ConnectionThread:
+        """Run ``connect()`` on a new thread called ``name``; the connection it returns (which
+        has ``close()``) is the one every call gets.
+
+        Raises:
+            Exception: what ``connect`` raised.
+        """
         worker = cls(name)
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        threading.Thread(target=worker._serve, args=(path, ready), name=name, daemon=True).start()
+        threading.Thread(target=worker._serve, args=(connect, ready), name=name, daemon=True).start()
         await ready
         return worker
 
-    def _serve(self, path: Path, ready: asyncio.Future[None]) -> None:
+    def _serve(self, connect: Callable[[], Any], ready: asyncio.Future[None]) -> None:
         loop = ready.get_loop()
         try:
-            conn = sqlite3.connect(path, isolation_level=None)
-            conn.row_factory = sqlite3.Row
+            conn = connect()
         except BaseException as exc:
             loop.call_soon_threadsafe(_fail, ready, exc)
             return

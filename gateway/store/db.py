@@ -78,9 +78,11 @@ class _Failed:
     error: BaseException
 
 
-def _run_group(group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection) -> list[Any]:
+def _run_group(
+    begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
+) -> list[Any]:
     """One transaction for a group; each member in a savepoint (database thread)."""
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(begin)
     outcomes: list[Any] = []
     try:
         if len(group) == 1:
@@ -112,9 +114,9 @@ def _passive_checkpoint(conn: sqlite3.Connection) -> tuple[int, int, int]:
     return busy, frames, done
 
 
-def _snapshot(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+def _snapshot(begin: str, fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
     """``fn`` inside one read transaction: every statement sees the same committed data."""
-    conn.execute("BEGIN")
+    conn.execute(begin)
     try:
         return fn(conn)
     finally:
@@ -129,6 +131,18 @@ def _backup(target: Path, conn: sqlite3.Connection) -> None:
         dst.close()
 
 
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """What differs between the engines below the store's SQL: how a transaction starts, how
+    the schema is brought up to date, and whether :meth:`Database.backup` can copy it."""
+
+    name: str
+    begin_write: str
+    begin_read: str
+    apply_migrations: Callable[[Any], list[str]]
+    backup_refusal: str = ""
+
+
 class Database:
     """An open Talon database. Use :func:`open_database` to get one.
 
@@ -141,20 +155,26 @@ class Database:
         self,
         writer: ConnectionThread,
         reader: ConnectionThread,
-        checkpoints: ConnectionThread,
+        checkpoints: ConnectionThread | None,
         path: Path,
+        engine: Engine,
     ):
         self._writer = writer
         self._reader = reader
         self._checkpoints = checkpoints
         self.path = path
+        self.engine = engine
         self._write_lock = asyncio.Lock()
         self._writes = 0  # committed write transactions, so an idle database is left alone
         self._group: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
         self._group_committer: asyncio.Task[None] | None = None
-        self._checkpointer = asyncio.create_task(self._checkpoint_loop(), name="wal-checkpointer")
+        self._checkpointer = (
+            asyncio.create_task(self._checkpoint_loop(checkpoints), name="wal-checkpointer")
+            if checkpoints is not None
+            else None
+        )
 
-    async def _checkpoint_loop(self) -> None:
+    async def _checkpoint_loop(self, checkpoints: ConnectionThread) -> None:
         """Move WAL pages into the database while the daemon writes, in small steps.
 
         The writer has autocheckpoint off: an inline checkpoint's fsync would stall every
@@ -173,7 +193,7 @@ class Database:
                 continue
             checkpointed_writes = self._writes
             try:
-                _, wal_frames, _ = await self._checkpoints.call(_passive_checkpoint)
+                _, wal_frames, _ = await checkpoints.call(_passive_checkpoint)
                 if wal_frames >= WAL_REWIND_FRAMES:
                     async with self._write_lock:
                         await self._writer.call(_passive_checkpoint)
@@ -206,7 +226,9 @@ class Database:
             async with self._write_lock:
                 self._writes += 1
                 try:
-                    outcomes = await self._writer.call(partial(_run_group, [fn for fn, _ in group]))
+                    outcomes = await self._writer.call(
+                        partial(_run_group, self.engine.begin_write, [fn for fn, _ in group])
+                    )
                 except Exception as exc:  # BEGIN or COMMIT failed: nothing of the group is stored
                     outcomes = [_Failed(exc)] * len(group)
             for (_, future), outcome in zip(group, outcomes, strict=True):
@@ -221,7 +243,9 @@ class Database:
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, *args, **kwargs)`` on the reader in one hop (one consistent snapshot)."""
-        return await self._reader.call(partial(_snapshot, lambda conn: fn(conn, *args, **kwargs)))
+        return await self._reader.call(
+            partial(_snapshot, self.engine.begin_read, lambda conn: fn(conn, *args, **kwargs))
+        )
 
     async def migrate(self) -> list[str]:
         """Apply pending migrations, each in its own transaction. Returns their names.
@@ -230,10 +254,16 @@ class Database:
             SchemaTooNewError: the database is newer than this code.
         """
         async with self._write_lock:
-            return await self._writer.call(_apply_migrations)
+            return await self._writer.call(self.engine.apply_migrations)
 
     async def backup(self, target: Path) -> None:
-        """A consistent copy, safe while the daemon writes (SQLite online backup)."""
+        """A consistent copy, safe while the daemon writes (SQLite online backup).
+
+        Raises:
+            RefusedError: the database is PostgreSQL (its own tools back it up).
+        """
+        if self.engine.backup_refusal:
+            raise RefusedError(self.engine.backup_refusal)
         target.parent.mkdir(parents=True, exist_ok=True)
         _create_owner_only(target)
         await self._reader.call(partial(_backup, target))
@@ -241,14 +271,15 @@ class Database:
     async def close(self) -> None:
         if self._group_committer is not None:
             await asyncio.gather(self._group_committer, return_exceptions=True)
-        self._checkpointer.cancel()
-        await asyncio.gather(self._checkpointer, return_exceptions=True)
-        await self._checkpoints.close()
         await self._reader.close()
-        try:
-            await self._writer.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").close())
-        except sqlite3.Error:
-            pass  # another process holds the WAL open; the next start checkpoints
+        if self._checkpointer is not None and self._checkpoints is not None:
+            self._checkpointer.cancel()
+            await asyncio.gather(self._checkpointer, return_exceptions=True)
+            await self._checkpoints.close()
+            try:
+                await self._writer.call(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").close())
+            except sqlite3.Error:
+                pass  # another process holds the WAL open; the next start checkpoints
         await self._writer.close()
 
 
@@ -303,7 +334,7 @@ async def open_database(path: Path, *, migrate: bool = True) -> Database:
             await worker.close()
         raise
     writer, reader, checkpoints = opened
-    return Database(writer, reader, checkpoints, path)
+    return Database(writer, reader, checkpoints, path, SQLITE)
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:
@@ -340,6 +371,11 @@ def _apply_migrations(conn: sqlite3.Connection) -> list[str]:
         log.info("applied migration %s", name)
         applied.append(name)
     return applied
+
+
+SQLITE = Engine(
+    "sqlite", begin_write="BEGIN IMMEDIATE", begin_read="BEGIN", apply_migrations=_apply_migrations
+)
 
 
 def _statements(script: str) -> list[str]:

@@ -139,13 +139,13 @@ def add_fact(
     """Store an active fact in ``key``'s memory; returns its id."""
     cur = conn.execute(
         "INSERT INTO memory_facts (persona, scope, owner, tag, thread_id, category, content, evidence, "
-        "supersedes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "supersedes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             *(key.persona, key.scope, key.owner, key.tag, key.thread_id),
             *(category, content, evidence, supersedes, now, now),
         ),
     )
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])
 
 
 def _where(keys: Sequence[ScopeKey]) -> tuple[str, list[str]]:

@@ -105,7 +105,8 @@ def publish(conn: sqlite3.Connection, entry: NewFinding, *, now: float, max_entr
         )
     cur = conn.execute(
         "INSERT INTO workspace_findings (root_run_id, run_id, persona, type, subject, content, evidence, "
-        "confidence, relates_to, relation_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "confidence, relates_to, relation_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "RETURNING id",
         (
             *(entry.root_run_id, entry.run_id, entry.persona, entry.type, entry.subject, entry.content),
             json.dumps(list(entry.evidence)),
@@ -115,7 +116,7 @@ def publish(conn: sqlite3.Connection, entry: NewFinding, *, now: float, max_entr
             now,
         ),
     )
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])
 
 
 def get_findings(conn: sqlite3.Connection, root_run_id: int, ids: Sequence[int]) -> list[FindingRow]:
@@ -184,10 +185,10 @@ def subscribe(
     ).fetchone()
     cur = conn.execute(
         "INSERT INTO workspace_subscriptions (root_run_id, run_id, subject, type, seen_id, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
         (root_run_id, run_id, subject.lower() if subject else None, type, newest, now),
     )
-    return int(cur.lastrowid or 0)
+    return int(cur.fetchone()[0])
 
 
 def deliveries(conn: sqlite3.Connection, run_id: int, *, limit: int) -> list[tuple[int, FindingRow]]:

@@ -220,8 +220,8 @@ def add_approval_rule(
 ) -> None:
     """``tool`` with exactly ``arguments`` (canonical JSON) runs without asking in this thread."""
     conn.execute(
-        "INSERT OR IGNORE INTO approval_rules (thread_id, tool, arguments, approved_by, created_at) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO approval_rules (thread_id, tool, arguments, approved_by, created_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (thread_id, tool, arguments, approved_by, now),
     )
 

@@ -25,7 +25,9 @@ def save(
 ) -> None:
     """Remember ``traceparent`` for ``(kind, key)`` (replacing an older one)."""
     conn.execute(
-        "INSERT OR REPLACE INTO span_contexts (kind, key, traceparent, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO span_contexts (kind, key, traceparent, created_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (kind, key) DO UPDATE SET traceparent = excluded.traceparent, "
+        "created_at = excluded.created_at",
         (kind, key, traceparent, now),
     )
     conn.execute(
