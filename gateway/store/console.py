@@ -62,6 +62,7 @@ def mark_seen(conn: sqlite3.Connection, key: ThreadKey, upto: int) -> None:
     """A window printed the thread's output up to outbox row ``upto`` (never moves back)."""
     conn.execute(
         f"INSERT INTO console_seen (thread_id, outbox_id) SELECT ({_THREAD}), ? WHERE ({_THREAD}) IS NOT NULL "
-        "ON CONFLICT (thread_id) DO UPDATE SET outbox_id = MAX(outbox_id, excluded.outbox_id)",
+        "ON CONFLICT (thread_id) DO UPDATE SET outbox_id = CASE WHEN excluded.outbox_id > console_seen.outbox_id "
+        "THEN excluded.outbox_id ELSE console_seen.outbox_id END",
         (*(key.channel, key.chat_id, topic_value(key)), upto, key.channel, key.chat_id, topic_value(key)),
     )

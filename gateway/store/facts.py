@@ -4,8 +4,8 @@
 A :class:`ScopeKey` names whose memory a row is: one thread's, one user's (a sender on one
 channel, within one persona) or one persona's. Every function takes the scope keys it may
 reach and never returns a row of another. A search is a :class:`gateway.memory_query.Query`
-(parsed and bounded before it gets here); this backend renders it as an FTS5 expression on the
-``content`` column and ranks with bm25. Every function runs on the database thread, inside
+(parsed and bounded before it gets here); on SQLite it is rendered as an FTS5 expression on the
+``content`` column and ranked with bm25, on PostgreSQL as a ``tsquery`` (:mod:`gateway.store.facts_pg`). Every function runs on the database thread, inside
 ``Database.run_transaction`` or ``Database.read``.
 """
 
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gateway.memory_query import And, Node, Not, Or, Query, QueryError, Term
+from gateway.store import facts_pg
+from gateway.store.dialect import is_postgres
 from gateway.store.procedures import procedure_tag
 
 __all__ = [
@@ -271,35 +273,14 @@ def search(
     scope_of: dict[str, Scope] = {k.tag: k.scope for k in keys}
     if procedures_of is not None:
         scope_of[procedure_tag(procedures_of)] = "persona"
-    match = f"{_render(query.root)} AND tags : ({' OR '.join(scope_of)})"
-    if category is not None:
-        match += f" AND tags : c{category}"
-    where, params = "memory_fts MATCH ?", list[object]([match])
-    if since is not None:
-        where += " AND created_at >= ?"
-        params.append(since)
-    deadline = time.monotonic() + SEARCH_SECONDS
-    stopped: list[bool] = []
-
-    def past_deadline() -> bool:
-        if time.monotonic() > deadline:
-            stopped.append(True)
-        return bool(stopped)
-
-    conn.set_progress_handler(past_deadline, PROGRESS_STEPS)
-    try:
-        rows = _ranked(conn, where, params, limit)
-    except sqlite3.OperationalError as exc:
-        if stopped:  # SQLite words it by where it stopped ("interrupted", "vtable constructor failed")
-            raise QueryError(
-                f"the query matched too much to rank within {SEARCH_SECONDS:g} s; "
-                "add more specific words or use AND instead of OR"
-            ) from None
-        if "fts5" in str(exc):
-            raise QueryError(f"the search index refused the query ({exc}); simplify it") from None
-        raise
-    finally:
-        conn.set_progress_handler(None, 0)
+    if is_postgres(conn):
+        sql, params = facts_pg.hits_query(
+            query.root, list(scope_of), category=category, since=since, limit=limit
+        )
+        with facts_pg.time_limit(conn, SEARCH_SECONDS):
+            rows = _ranked(conn, sql, params)
+    else:
+        rows = _ranked_fts5(conn, query, list(scope_of), category=category, since=since, limit=limit)
     hits = []
     for kind, ref, tags, content, created, rank, cat, evidence, f_updated, key, i_updated in rows:
         is_fact = key is None and kind != "procedure"
@@ -320,15 +301,60 @@ def search(
     return hits
 
 
-def _ranked(conn: sqlite3.Connection, where: str, params: list[object], limit: int) -> list[sqlite3.Row]:
-    """The best ``limit`` index rows, ranked first and only then joined to their rows."""
+def _ranked_fts5(
+    conn: sqlite3.Connection,
+    query: Query,
+    tags: list[str],
+    *,
+    category: str | None,
+    since: float | None,
+    limit: int,
+) -> list[sqlite3.Row]:
+    """The ranked index rows on SQLite: an FTS5 match, stopped after :data:`SEARCH_SECONDS`."""
+    match = f"{_render(query.root)} AND tags : ({' OR '.join(tags)})"
+    if category is not None:
+        match += f" AND tags : c{category}"
+    where, params = "memory_fts MATCH ?", list[object]([match])
+    if since is not None:
+        where += " AND created_at >= ?"
+        params.append(since)
+    deadline = time.monotonic() + SEARCH_SECONDS
+    stopped: list[bool] = []
+
+    def past_deadline() -> bool:
+        if time.monotonic() > deadline:
+            stopped.append(True)
+        return bool(stopped)
+
+    conn.set_progress_handler(past_deadline, PROGRESS_STEPS)
+    try:
+        return _ranked(
+            conn,
+            f"SELECT rowid, kind, ref, tags, content, created_at, rank FROM memory_fts WHERE {where} "
+            "ORDER BY rank LIMIT ?",
+            [*params, limit],
+        )
+    except sqlite3.OperationalError as exc:
+        if stopped:  # SQLite words it by where it stopped ("interrupted", "vtable constructor failed")
+            raise QueryError(
+                f"the query matched too much to rank within {SEARCH_SECONDS:g} s; "
+                "add more specific words or use AND instead of OR"
+            ) from None
+        if "fts5" in str(exc):
+            raise QueryError(f"the search index refused the query ({exc}); simplify it") from None
+        raise
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
+def _ranked(conn: sqlite3.Connection, hits: str, params: list[object]) -> list[sqlite3.Row]:
+    """The index rows ``hits`` selects (ranked and limited first), joined to their rows."""
     return conn.execute(
         "SELECT h.kind, h.ref, h.tags, h.content, h.created_at, h.rank, f.category, f.evidence, "
         "f.updated_at, COALESCE(i.key, p.name), COALESCE(i.updated_at, p.updated_at) FROM "
-        f"(SELECT rowid, kind, ref, tags, content, created_at, rank FROM memory_fts WHERE {where} "
-        "ORDER BY rank LIMIT ?) AS h "
+        f"({hits}) AS h "
         "LEFT JOIN memory_facts AS f ON h.rowid > 0 AND h.rowid % 2 = 1 AND f.id = h.ref "
         "LEFT JOIN memory_items AS i ON h.rowid > 0 AND h.rowid % 2 = 0 AND i.id = h.ref "
         "LEFT JOIN procedures AS p ON h.rowid < 0 AND p.id = h.ref ORDER BY h.rank",
-        (*params, limit),
+        params,
     ).fetchall()

@@ -159,7 +159,7 @@ def newest_messages(
     # and stops at the LIMIT, instead of sorting the whole thread.
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM messages WHERE thread_id = ? AND +id > ? "
-        "AND (role != 'user' OR ? IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT ?",
+        "AND (role != 'user' OR CAST(? AS BIGINT) IS NULL OR id <= ?) ORDER BY COALESCE(sort_key, id) DESC LIMIT ?",
         (thread_id, after, upto_message_id, upto_message_id, limit),
     ).fetchall()
     return [MessageRow(*row) for row in rows]

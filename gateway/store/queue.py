@@ -120,8 +120,9 @@ def defer_open_albums(conn: sqlite3.Connection, until: float, now: float) -> lis
     ids = [r[0] for r in rows]
     if ids:
         conn.execute(
-            f"UPDATE queue_items SET available_at = MAX(available_at, ?), updated_at = ? WHERE id IN ({_marks(ids)})",
-            (until, now, *ids),
+            "UPDATE queue_items SET available_at = CASE WHEN available_at > ? THEN available_at ELSE ? END, "
+            f"updated_at = ? WHERE id IN ({_marks(ids)})",
+            (until, until, now, *ids),
         )
     return sorted({(r[1], r[2], r[3], r[4]) for r in rows})
 

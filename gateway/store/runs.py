@@ -98,8 +98,8 @@ def complete_run(
         conn.executemany(
             "INSERT INTO usage_rollups (scope, subject, period, tokens, cost, runs, unpriced) "
             "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (scope, subject, period) DO UPDATE SET "
-            "tokens = tokens + excluded.tokens, cost = cost + excluded.cost, runs = runs + 1, "
-            "unpriced = unpriced + excluded.unpriced",
+            "tokens = usage_rollups.tokens + excluded.tokens, cost = usage_rollups.cost + excluded.cost, "
+            "runs = usage_rollups.runs + 1, unpriced = usage_rollups.unpriced + excluded.unpriced",
             rows,
         )
 

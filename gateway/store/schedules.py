@@ -397,7 +397,7 @@ def run_history(conn: sqlite3.Connection, schedule_id: str, limit: int) -> list[
     """The latest ``limit`` attempts of a schedule's occurrences, oldest first."""
     rows = conn.execute(
         f"SELECT {_RUN_COLUMNS} FROM (SELECT {_RUN_COLUMNS}, id FROM schedule_runs WHERE schedule_id = ? "
-        "ORDER BY due_at DESC, attempt DESC, id DESC LIMIT ?) ORDER BY due_at, attempt, id",
+        "ORDER BY due_at DESC, attempt DESC, id DESC LIMIT ?) AS latest ORDER BY due_at, attempt, id",
         (schedule_id, limit),
     ).fetchall()
     return [RunRecord(*tuple(row)) for row in rows]

@@ -133,7 +133,8 @@ def usage(conn: sqlite3.Connection, owner: str) -> Usage:
 def _count(conn: sqlite3.Connection, owner: str, documents: int, size: int) -> None:
     conn.execute(
         "INSERT INTO state_usage (owner, documents, bytes) VALUES (?, ?, ?) ON CONFLICT (owner) "
-        "DO UPDATE SET documents = documents + excluded.documents, bytes = bytes + excluded.bytes",
+        "DO UPDATE SET documents = state_usage.documents + excluded.documents, "
+        "bytes = state_usage.bytes + excluded.bytes",
         (owner, documents, size),
     )
 

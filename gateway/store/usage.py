@@ -61,7 +61,7 @@ class FallbackCount:
 
 _TOTALS = (
     "SELECT COALESCE(SUM(input_tokens + output_tokens), 0), COALESCE(SUM(cost), 0), COUNT(*), "
-    "COALESCE(SUM(cost IS NULL AND input_tokens + output_tokens > 0), 0) FROM runs "
+    "COALESCE(SUM(CASE WHEN cost IS NULL AND input_tokens + output_tokens > 0 THEN 1 ELSE 0 END), 0) FROM runs "
 )
 
 

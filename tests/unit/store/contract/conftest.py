@@ -2,15 +2,15 @@
 
 A test reaches the store only through its :class:`Backend`: the writer (:meth:`Backend.write`),
 the reader (:meth:`Backend.read`) and the table-group modules. It runs no SQL of its own and
-looks at no database file, so a second backend (PostgreSQL) passes the same suite by adding
-one entry to :data:`BACKENDS`.
+looks at no database file, so every test runs on both backends: SQLite, and PostgreSQL on a
+throwaway server (:mod:`tests.pg_server`; skipped with the reason when it is not installed).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -38,6 +38,8 @@ from gateway.store import (
     usage,
 )
 from gateway.store.db import Database, open_database
+from gateway.store.postgres import open_postgres
+from tests.pg_server import PgServer, running_server
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -104,10 +106,43 @@ async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
         await db.close()
 
 
-BACKENDS: dict[str, Callable[[Path], AbstractAsyncContextManager[Backend]]] = {"sqlite": _sqlite}
+@asynccontextmanager
+async def _postgresql(tmp_path: Path, server: PgServer) -> AsyncIterator[Backend]:
+    db = await open_postgres(server.new_database(), tmp_path)
+    try:
+        yield Backend(
+            "postgresql",
+            db,
+            threads,
+            messages,
+            runs,
+            queue,
+            outbox,
+            memory,
+            delegation,
+            audit,
+            schedules,
+            state,
+            facts,
+            traces,
+        )
+    finally:
+        await db.close()
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    with running_server() as server:
+        if server is None:
+            pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
-    async with BACKENDS[request.param](tmp_path) as backend:
-        yield backend
+    if request.param == "sqlite":
+        async with _sqlite(tmp_path) as backend:
+            yield backend
+    else:
+        async with _postgresql(tmp_path, request.getfixturevalue("pg_server")) as backend:
+            yield backend

@@ -3,6 +3,7 @@ occurrence recorded once; and how a scheduled turn's result is kept."""
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
@@ -254,7 +255,7 @@ async def test_task_ids_are_unique_per_persona_and_default_to_the_id(store: Back
     assert await store.read(store.schedules.get_task, "bob", "nightly") is None
     assert await store.write(store.schedules.free_task_id, "alice", "nightly") == "nightly-2"
     assert await store.write(store.schedules.free_task_id, "bob", "nightly") == "nightly"
-    with pytest.raises(Exception, match="UNIQUE"):
+    with pytest.raises(sqlite3.IntegrityError, match=r"(?i)unique"):
         await create(store, thread_id, task_id="nightly")
     disabled = await create(store, thread_id, task_id="off", enabled=False)
     assert (disabled.enabled, disabled.next_run_at) == (False, None)

@@ -1,0 +1,174 @@
+"""A psycopg connection shaped like the ``sqlite3.Connection`` the store's functions take.
+
+The table-group functions are written once, in SQL both engines accept (``ON CONFLICT``,
+``RETURNING``, no engine functions). What differs below the SQL is covered here, so they
+need no second copy:
+
+- placeholders: the store writes ``?``; psycopg wants ``%s`` (and a literal ``%`` doubled);
+- rows: read by index and by column name, as ``sqlite3.Row`` reads;
+- errors: PostgreSQL's are raised as ``sqlite3``'s classes (the psycopg error is the cause),
+  so a caller catches one set of exceptions whichever engine refused.
+
+The connection is in autocommit mode, as the store's SQLite connections are: the store opens
+its transactions itself (``BEGIN``, savepoints, ``COMMIT``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg.rows import RowMaker
+
+__all__ = ["PgConnection", "PgRow", "connect", "translate"]
+
+
+class PgRow(tuple[Any, ...]):
+    """A row read by position or by column name, like ``sqlite3.Row``."""
+
+    __slots__ = ()
+    _names: dict[str, int] = {}
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+@lru_cache(maxsize=256)
+def _row_class(names: tuple[str, ...]) -> type[PgRow]:
+    return type("PgRow", (PgRow,), {"__slots__": (), "_names": {n: i for i, n in enumerate(names)}})
+
+
+def _row_factory(cursor: psycopg.Cursor[Any]) -> RowMaker[PgRow]:
+    names = tuple(col.name for col in cursor.description or ())
+    cls = _row_class(names)
+    return lambda values: cls(values)
+
+
+@lru_cache(maxsize=2048)
+def translate(sql: str) -> str:
+    """``sql`` with ``?`` placeholders as psycopg's ``%s`` and literal ``%`` doubled.
+
+    Quoted strings and identifiers are copied as they are, but for their ``%``.
+    """
+    out: list[str] = []
+    quote = ""
+    for ch in sql:
+        if ch == "%":
+            out.append("%%")
+            continue
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            out.append("%s")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def _as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
+    if isinstance(exc, psycopg.IntegrityError):
+        return sqlite3.IntegrityError(str(exc))
+    if isinstance(exc, psycopg.OperationalError):
+        return sqlite3.OperationalError(str(exc))
+    return sqlite3.DatabaseError(str(exc))
+
+
+class PgCursor:
+    """The result of one statement: ``fetchone``, ``fetchall``, ``rowcount`` and iteration."""
+
+    __slots__ = ("_cursor",)
+
+    def __init__(self, cursor: psycopg.Cursor[PgRow]) -> None:
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def fetchone(self) -> PgRow | None:
+        if self._cursor.description is None:
+            return None
+        return self._cursor.fetchone()
+
+    def fetchall(self) -> list[PgRow]:
+        if self._cursor.description is None:
+            return []
+        return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[PgRow]:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._cursor.close()
+
+
+class PgConnection:
+    """The part of ``sqlite3.Connection`` the store uses, over one psycopg connection."""
+
+    dialect = "postgresql"
+
+    def __init__(self, conn: psycopg.Connection[PgRow]) -> None:
+        self._conn = conn
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        cursor = self._conn.cursor()
+        try:
+            cursor.execute(translate(sql), tuple(params) if params else None, prepare=False)
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        return PgCursor(cursor)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
+        cursor = self._conn.cursor()
+        try:
+            cursor.executemany(translate(sql), [tuple(r) for r in rows])
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        return PgCursor(cursor)
+
+    def script(self, sql: str) -> None:
+        """Run several statements as they are (a migration file): no placeholder rewriting."""
+        try:
+            self._conn.execute(sql.encode(), prepare=False)
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            self.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def connect(url: str, *, application_name: str) -> PgConnection:
+    """A new autocommit connection to ``url``.
+
+    Raises:
+        sqlite3.OperationalError: the server cannot be reached or refused the login.
+    """
+    try:
+        conn = psycopg.connect(
+            url, autocommit=True, row_factory=_row_factory, application_name=application_name
+        )
+    except psycopg.Error as exc:
+        raise _as_sqlite_error(exc) from exc
+    return PgConnection(conn)

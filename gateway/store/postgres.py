@@ -1,0 +1,121 @@
+"""The PostgreSQL database: connections, migrations and transactions.
+
+The same :class:`~gateway.store.db.Database` as SQLite's, over two psycopg connections on
+threads of their own (a writer used under the write lock, with group commit, and a reader
+whose every call is one repeatable-read snapshot), each a
+:class:`~gateway.store.pg_connection.PgConnection`, so the store's functions run unchanged.
+
+Migrations live in ``gateway/store/migrations_pg``: a PostgreSQL database starts at the
+baseline (the SQLite migrations up to it in one step); each later SQLite migration has a
+PostgreSQL twin of the same number. The schema version is a row of ``talon_schema``.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from importlib import resources
+from pathlib import Path
+
+from gateway.store.connection_thread import ConnectionThread
+from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version
+from gateway.store.pg_connection import PgConnection, connect
+
+__all__ = ["POSTGRESQL", "open_postgres", "pg_migrations"]
+
+log = logging.getLogger("talon.store")
+
+# Held while migrating, so nodes started together apply each migration once.
+_MIGRATION_LOCK = 0x74616C6F6E  # "talon"
+
+
+def pg_migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every packaged PostgreSQL migration, in order."""
+    found = []
+    for entry in resources.files("gateway.store.migrations_pg").iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def _schema_version(conn: PgConnection) -> int:
+    conn.execute("CREATE TABLE IF NOT EXISTS talon_schema (version BIGINT NOT NULL)")
+    row = conn.execute("SELECT max(version) FROM talon_schema").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _check_version(conn: PgConnection) -> int:
+    current, latest = _schema_version(conn), code_schema_version()
+    if current > latest:
+        raise SchemaTooNewError(
+            f"database schema version {current} is newer than this Talon understands ({latest}); "
+            "upgrade Talon on every node"
+        )
+    return current
+
+
+def _apply_migrations(conn: PgConnection) -> list[str]:
+    """Apply pending migrations, each in its own transaction. Returns their names."""
+    conn.execute("SELECT pg_advisory_lock(?)", (_MIGRATION_LOCK,))
+    try:
+        current = _check_version(conn)
+        applied = []
+        for version, name, sql in pg_migrations():
+            if version <= current:
+                continue
+            conn.execute("BEGIN")
+            try:
+                conn.script(sql)
+                conn.execute("DELETE FROM talon_schema")
+                conn.execute("INSERT INTO talon_schema (version) VALUES (?)", (version,))
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+            log.info("applied migration %s", name)
+            applied.append(name)
+        return applied
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(?)", (_MIGRATION_LOCK,))
+
+
+POSTGRESQL = Engine(
+    "postgresql",
+    begin_write="BEGIN",
+    # A snapshot, as a read transaction on SQLite's WAL is.
+    begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    apply_migrations=_apply_migrations,
+    backup_refusal=(
+        "the database is PostgreSQL: back it up with pg_dump (for example "
+        '`pg_dump --format=custom --file talon.dump "$TALON_DATABASE_URL"`) and restore '
+        "with pg_restore; `talon backup` copies SQLite files only"
+    ),
+)
+
+
+async def open_postgres(url: str, data_path: Path, *, migrate: bool = True) -> Database:
+    """Connect to ``url`` and bring the schema up to date.
+
+    ``data_path`` is this node's data directory (it must exist): staged files and the outbox spool live there,
+    beside where the SQLite file would be.
+
+    Raises:
+        SchemaTooNewError: the database is from a newer Talon.
+        sqlite3.OperationalError: the server cannot be reached or refused the login.
+    """
+    opened: list[ConnectionThread] = []
+    try:
+        for role in ("writer", "reader"):
+            opened.append(
+                await ConnectionThread.start(
+                    partial(connect, url, application_name=f"talon-{role}"), name=f"talon-db-{role}"
+                )
+            )
+        await opened[0].call(_apply_migrations if migrate else _check_version)
+    except BaseException:
+        for worker in reversed(opened):
+            await worker.close()
+        raise
+    writer, reader = opened
+    return Database(writer, reader, None, data_path / DB_FILE, POSTGRESQL)
