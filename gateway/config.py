@@ -39,6 +39,7 @@ from gateway.channel_settings import (
 )
 from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
 from gateway.console_settings import ConsoleSettings
+from gateway.database_settings import DatabaseSettings
 from gateway.errors import ConfigError
 from gateway.http.settings import HttpSettings
 from gateway.image_settings import ImageSettings, image_problems
@@ -239,6 +240,10 @@ class NetHttpSettings(_Strict):
 
 class Settings(_Strict):
     data_dir: Path = Field(Path("data"), description="database, sockets and downloaded files (kept mode 700)")
+    database: DatabaseSettings = Field(
+        DatabaseSettings(),
+        description="the store: the SQLite file in data_dir, or PostgreSQL (docs/scaling.md)",
+    )
     personas_dir: Path = Field(Path("personas"), description="one folder per persona (docs/personas.md)")
     timezone: str = Field("UTC", description="IANA name, for the current time in prompts and for schedules")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
@@ -342,6 +347,7 @@ class Settings(_Strict):
             values.append(self.http.metrics_token)
             values += [route.secret for route in self.http.webhooks]
         values.extend(self.traces.headers.values())
+        values.append(self.database.password)
         return [v for v in values if v and len(v) >= 6 and v != "none"]
 
 

@@ -54,7 +54,8 @@ from gateway.scheduler import Scheduler, record_result
 from gateway.scheduling.outcomes import ScheduleHook, ScheduleNotifier
 from gateway.status import StatusReporter
 from gateway.store import readonly
-from gateway.store.db import DB_FILE, Database, open_database
+from gateway.store.db import Database
+from gateway.store.engines import open_store
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
@@ -355,7 +356,7 @@ class Gateway:
         """Start in order; on any failure, stop what started and raise."""
         self._lock.acquire()
         try:
-            db = await open_database(self.settings.data_path / DB_FILE)
+            db = await open_store(self.settings.database.url, self.settings.data_path, node=True)
             try:
                 self._components = build_components(self.settings, self.personas, db)
             except BaseException:

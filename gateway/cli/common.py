@@ -79,14 +79,16 @@ def fail(message: str) -> int:
 def read_database(settings: Settings, query: Callable[[Any], Awaitable[T]]) -> T:
     """``query(db)`` on the existing database, opened without migrating (safe while the daemon
     runs); nothing is created when there is no database yet."""
-    from gateway.store.db import DB_FILE, SchemaTooNewError, open_database
+    from gateway.store.db import DB_FILE, SchemaTooNewError
+    from gateway.store.engines import open_store, shown_location
 
-    path = settings.data_path / DB_FILE
-    if not path.is_file():
+    url = settings.database.url
+    path = shown_location(url, settings.data_path)
+    if not url and not (settings.data_path / DB_FILE).is_file():
         raise CommandError(f"no database at {path} yet; start the daemon once with `talon run`")
 
     async def run() -> T:
-        db = await open_database(path, migrate=False)
+        db = await open_store(url, settings.data_path, migrate=False)
         try:
             return await query(db)
         finally:

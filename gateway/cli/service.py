@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sqlite3
 from pathlib import Path
 
 from gateway.cli.common import fail, settings_for
@@ -47,9 +48,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def cmd_run(args: argparse.Namespace) -> int:
     from gateway.daemon import run_daemon
     from gateway.data_dir import AlreadyRunningError, prepare_data_dir
+    from gateway.errors import RefusedError
     from gateway.logs import file_handler, setup_logging
     from gateway.personas import load_personas
-    from gateway.store.db import SchemaTooNewError
+    from gateway.store.engines import shown_location
 
     settings = settings_for(args, defaults=True)
     personas = load_personas(settings)  # all persona problems reported before anything starts
@@ -62,13 +64,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     try:
         return asyncio.run(run_daemon(settings, personas))
-    except (AlreadyRunningError, SchemaTooNewError) as exc:
+    except (AlreadyRunningError, RefusedError) as exc:  # another daemon, a newer schema
         return fail(str(exc))
+    except sqlite3.OperationalError as exc:
+        return fail(
+            f"cannot open the database at {shown_location(settings.database.url, settings.data_path)}: {exc}"
+        )
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from gateway.data_dir import AlreadyRunningError, DataDirLock, prepare_data_dir
-    from gateway.store.db import DB_FILE, SchemaTooNewError, open_database
+    from gateway.store.db import SchemaTooNewError
+    from gateway.store.engines import open_store
 
     settings = settings_for(args)
     lock = DataDirLock(prepare_data_dir(settings))
@@ -78,7 +85,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         return fail(f"{exc} (the daemon applies migrations itself at start)")
 
     async def migrate() -> list[str]:
-        db = await open_database(settings.data_path / DB_FILE, migrate=False)
+        db = await open_store(settings.database.url, settings.data_path, migrate=False)
         try:
             return await db.migrate()
         finally:
@@ -96,8 +103,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     from gateway.store.db import DB_FILE, open_database
+    from gateway.store.postgres import POSTGRESQL
 
     settings = settings_for(args)
+    if settings.database.url:
+        return fail(POSTGRESQL.backup_refusal)
     source = settings.data_path / DB_FILE
     if not source.exists():
         return fail(f"no database at {source} yet")

@@ -66,7 +66,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _procedures(settings: Any, fn: Any) -> list[Any]:
     from gateway.store.db import DB_FILE
 
-    if not (settings.data_path / DB_FILE).is_file():
+    if not settings.database.url and not (settings.data_path / DB_FILE).is_file():
         return []
     return read_database(settings, lambda db: db.read(fn))
 

@@ -17,16 +17,20 @@ from functools import partial
 from importlib import resources
 from pathlib import Path
 
+from gateway.errors import RefusedError
 from gateway.store.connection_thread import ConnectionThread
 from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version
 from gateway.store.pg_connection import PgConnection, connect
 
-__all__ = ["POSTGRESQL", "open_postgres", "pg_migrations"]
+__all__ = ["POSTGRESQL", "NodeLockedError", "open_postgres", "pg_migrations"]
 
 log = logging.getLogger("talon.store")
 
 # Held while migrating, so nodes started together apply each migration once.
 _MIGRATION_LOCK = 0x74616C6F6E  # "talon"
+# Held by the running daemon for as long as it is connected: the store's claims and leases
+# are those of one writer, so a second node on the same database is refused, not let race.
+_NODE_LOCK = 0x74616C6F6E01
 
 
 def pg_migrations() -> list[tuple[int, str, str]]:
@@ -94,14 +98,29 @@ POSTGRESQL = Engine(
 )
 
 
-async def open_postgres(url: str, data_path: Path, *, migrate: bool = True) -> Database:
+def _hold_node_lock(conn: PgConnection) -> None:
+    row = conn.execute("SELECT pg_try_advisory_lock(?)", (_NODE_LOCK,)).fetchone()
+    if not (row and row[0]):
+        raise NodeLockedError(
+            "another Talon daemon is running on this database; one node per database for now "
+            "(docs/scaling.md): stop the other one, or give this one its own database"
+        )
+
+
+class NodeLockedError(RefusedError):
+    """Another daemon holds the database."""
+
+
+async def open_postgres(url: str, data_path: Path, *, migrate: bool = True, node: bool = False) -> Database:
     """Connect to ``url`` and bring the schema up to date.
 
-    ``data_path`` is this node's data directory (it must exist): staged files and the outbox spool live there,
-    beside where the SQLite file would be.
+    ``data_path`` is this node's data directory (it must exist): staged files and the outbox
+    spool live there, beside where the SQLite file would be. ``node``: this is the daemon, which
+    holds the node lock on its writer connection until it closes.
 
     Raises:
         SchemaTooNewError: the database is from a newer Talon.
+        NodeLockedError: ``node`` and another daemon holds the database.
         sqlite3.OperationalError: the server cannot be reached or refused the login.
     """
     opened: list[ConnectionThread] = []
@@ -112,6 +131,8 @@ async def open_postgres(url: str, data_path: Path, *, migrate: bool = True) -> D
                     partial(connect, url, application_name=f"talon-{role}"), name=f"talon-db-{role}"
                 )
             )
+        if node:
+            await opened[0].call(_hold_node_lock)
         await opened[0].call(_apply_migrations if migrate else _check_version)
     except BaseException:
         for worker in reversed(opened):

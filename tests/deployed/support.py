@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import psycopg
 import yaml
+from psycopg.rows import dict_row
 
 from tests.e2e.daemon import Daemon, talon, talon_env
 
@@ -133,8 +135,12 @@ async def post_json(url: str, body: Any) -> Any:
         return await resp.json()
 
 
-def outbox_rows(data_dir: Path) -> list[dict[str, Any]]:
-    """The outbox as the daemon left it (read-only; the daemon may still be running)."""
+def outbox_rows(data_dir: Path, database_url: str | None = None) -> list[dict[str, Any]]:
+    """The outbox as the daemon left it (read-only; the daemon may still be running), from the
+    SQLite file in ``data_dir`` or the PostgreSQL database at ``database_url``."""
+    if database_url:
+        with psycopg.connect(database_url, row_factory=dict_row) as pg:
+            return pg.execute("SELECT chat_id, status, text, plain, format, error FROM outbox").fetchall()
     conn = sqlite3.connect(f"file:{data_dir / 'talon.db'}?mode=ro", uri=True)
     conn.row_factory = sqlite3.Row
     try:

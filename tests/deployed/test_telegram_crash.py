@@ -2,7 +2,8 @@
 chunks that were on the wire at the kill reported ``unknown`` instead of being re-sent.
 
 Telegram has no idempotency key, so unlike the console a re-send would be a duplicate the
-user sees; this is the connector where the outbox's ``sending`` mark matters.
+user sees; this is the connector where the outbox's ``sending`` mark matters. The same promise
+is checked with the store on SQLite and on PostgreSQL (``database.url``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ CHATS = 100
 PER_CHAT = 10
 
 
-async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(
+    tmp_path: Path, engine: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("pg_server").new_database() if engine == "postgresql" else None
+    database = {"database": {"url": url}} if url else {}
     async with (
         fake_process(
             "tests.fakes.telegram_api.standalone", tmp_path, "--latency", "0.05:0.2", "--fail-rate", "0.02"
@@ -49,6 +55,7 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: 
                     "api_base_url": bot_api.url,
                 }
             ],
+            **database,
         )
         async with deployed_daemon(config) as daemon:
             await post_json(f"{bot_api.url}/_fake/inject", {"messages": _burst(CHATS, PER_CHAT)})
@@ -56,13 +63,13 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: 
                 while sum(map(len, (await get_json(f"{bot_api.url}/_fake/sent")).values())) < 60:
                     await asyncio.sleep(0.05)
             await daemon.kill()
-        killed_at = outbox_rows(tmp_path / "data")
+        killed_at = outbox_rows(tmp_path / "data", url)
         in_flight = [r for r in killed_at if r["status"] == "sending"]
 
         async with deployed_daemon(config) as daemon:
             deadline = time.monotonic() + 300
             while True:
-                rows = outbox_rows(tmp_path / "data")
+                rows = outbox_rows(tmp_path / "data", url)
                 sent = await get_json(f"{bot_api.url}/_fake/sent")
                 waiting = [
                     c
@@ -84,8 +91,9 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: 
         messages = await get_json(f"{bot_api.url}/_fake/messages")
         shown = {chat: [m["text"] for m in ms if not m["deleted"]] for chat, ms in messages.items()}
 
+    assert (tmp_path / "data" / "talon.db").exists() == (url is None), "the store is where the config says"
     assert in_flight, "the kill caught some chunks on the wire (raise the latency if not)"
-    rows = outbox_rows(tmp_path / "data")
+    rows = outbox_rows(tmp_path / "data", url)
     by_status = Counter(r["status"] for r in rows)
     assert set(by_status) <= {"sent", "unknown"}, by_status
     assert by_status["unknown"] == len(in_flight), "exactly the chunks on the wire at the kill are unknown"

@@ -95,6 +95,12 @@ async def run_query(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     Raises:
         :class:`tools.base.ToolError`: The query was refused, failed or ran too long.
     """
+    if ctx.db.engine.name != "sqlite":
+        # Its guarantees (the authorizer, the value limits, the interrupt) are SQLite's own.
+        raise ToolError(
+            "db_query is not available on this deployment: its database is PostgreSQL, and db_query "
+            "reads only the SQLite store; use memory_access to read this thread's memory"
+        )
     # The guard's SQL parser is imported on the first query, off the loop: few turns query.
     guard = await import_off_loop("tools.host.sql_guard")
     prepared = guard.prepare_query(

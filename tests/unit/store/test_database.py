@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store.db import Database, open_database
+from gateway.store.db import Database, code_schema_version, migrations, open_database
+from gateway.store.postgres import pg_migrations
 from tests.store_helpers import fetch_rows
 
 
@@ -144,3 +145,13 @@ async def test_the_start_up_read_of_staged_files_reads_only_their_index(db: Data
         return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + select)]
 
     assert await db.read(plan) == ["SCAN messages USING INDEX messages_with_staged_files"]
+
+
+def test_every_schema_version_has_a_postgresql_migration() -> None:
+    """A PostgreSQL database must reach the version the code expects: each SQLite migration
+    after the baseline needs its PostgreSQL twin of the same number."""
+    pg_versions = [v for v, _, _ in pg_migrations()]
+    baseline = pg_versions[0]
+    later = [v for v, _, _ in migrations() if v > baseline]
+    assert pg_versions[1:] == later
+    assert pg_versions[-1] == code_schema_version()

@@ -9,7 +9,7 @@ throwaway server (:mod:`tests.pg_server`; skipped with the reason when it is not
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +39,7 @@ from gateway.store import (
 )
 from gateway.store.db import Database, open_database
 from gateway.store.postgres import open_postgres
-from tests.pg_server import PgServer, running_server
+from tests.pg_server import PgServer
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -128,14 +128,6 @@ async def _postgresql(tmp_path: Path, server: PgServer) -> AsyncIterator[Backend
         )
     finally:
         await db.close()
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    with running_server() as server:
-        if server is None:
-            pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-        yield server
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

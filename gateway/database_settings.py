@@ -1,0 +1,46 @@
+"""``database:`` in talon.yaml: which engine holds the store.
+
+Absent (or ``url: null``): the SQLite file ``talon.db`` in ``data_dir``, the one-node default.
+A ``postgresql://`` URL: a PostgreSQL database (docs/scaling.md), usually given as
+``${TALON_DATABASE_URL}`` so its password stays out of the file.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
+
+from gateway.model_types import StrictModel
+
+__all__ = ["DatabaseSettings"]
+
+
+class DatabaseSettings(StrictModel):
+    url: str | None = Field(
+        None,
+        description="postgresql://user:password@host:5432/dbname (usually ${TALON_DATABASE_URL}); "
+        "null = the SQLite file talon.db in data_dir",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("postgresql", "postgres"):
+            raise ValueError(
+                f"must be a postgresql:// URL such as postgresql://talon:secret@127.0.0.1:5432/talon, "
+                f"not {parts.scheme or 'a bare'}:// (leave it out for the SQLite file in data_dir)"
+            )
+        if not parts.path.strip("/"):
+            raise ValueError(
+                "name the database at the end of the URL: postgresql://user:password@host:5432/talon"
+            )
+        return value
+
+    @property
+    def password(self) -> str | None:
+        """The URL's password, for log redaction."""
+        return urlsplit(self.url).password if self.url else None
