@@ -1,0 +1,86 @@
+"""The store on PostgreSQL as deployed: ``database.url`` from the environment, one daemon per
+database (a second is refused, and takes over once the first is gone, even after kill -9), the
+CLI reading the same database, and ``talon backup`` pointing at pg_dump."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.deployed.support import fake_process, write_deployed_config
+from tests.e2e.daemon import Daemon, talon, talon_env
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def _node(root: Path, model_url: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    return write_deployed_config(
+        root,
+        model_url=model_url,
+        channels=[{"name": "console", "type": "console"}],
+        database={"url": "${TALON_DATABASE_URL}"},
+    )
+
+
+async def test_one_daemon_per_database_and_a_standby_takes_over_after_kill_9(
+    tmp_path: Path, pg_server: object
+) -> None:
+    url = pg_server.new_database()  # type: ignore[attr-defined]
+    env = talon_env({"TALON_DATABASE_URL": url})
+    async with fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai") as model:
+        first, standby = _node(tmp_path / "a", model.url), _node(tmp_path / "b", model.url)
+        async with Daemon(first, env) as daemon:
+            await daemon.start(first.parent / "data", ready_timeout=60)
+            code, out, err = await talon("chat", "-c", str(first), "-m", "remember me", env=env)
+            assert code == 0 and "remember me" in out, err
+
+            code, _, err = await talon("run", "-c", str(standby), env=env, timeout=60)
+            assert code == 1
+            assert "another Talon daemon is running on this database" in err
+
+            code, out, err = await talon("threads", "-c", str(first), env=env)
+            assert code == 0 and "console" in out, err
+            code, _, err = await talon("backup", "-c", str(first), str(tmp_path / "copy.db"), env=env)
+            assert code != 0 and "pg_dump" in err
+            assert not (tmp_path / "copy.db").exists()
+            await daemon.kill()
+
+        # The lock went with the killed daemon's connection: the standby starts, on the same data.
+        async with Daemon(standby, env) as daemon:
+            await daemon.start(standby.parent / "data", ready_timeout=60)
+            code, out, err = await talon("threads", "-c", str(standby), env=env)
+            assert code == 0 and "console" in out, err
+            code, out, err = await talon("chat", "-c", str(standby), "-m", "still here", env=env)
+            assert code == 0 and "still here" in out, err
+            assert await daemon.stop() == 0
+    assert not (tmp_path / "a" / "data" / "talon.db").exists()
+    assert not (tmp_path / "b" / "data" / "talon.db").exists()
+
+
+async def test_a_database_url_that_is_not_postgresql_names_the_key_and_the_fix(tmp_path: Path) -> None:
+    config = write_deployed_config(
+        tmp_path,
+        model_url="http://127.0.0.1:9/v1",
+        channels=[{"name": "console", "type": "console"}],
+        database={"url": "mysql://talon@127.0.0.1/talon"},
+    )
+    code, _, err = await talon("run", "-c", str(config))
+    assert code != 0
+    assert "database.url" in err and "postgresql://" in err
+
+
+async def test_an_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
+    config = write_deployed_config(
+        tmp_path,
+        model_url="http://127.0.0.1:9/v1",
+        channels=[{"name": "console", "type": "console"}],
+        database={"url": "postgresql://talon:hunter22@127.0.0.1:9/talon"},
+    )
+    code, _, err = await asyncio.wait_for(talon("run", "-c", str(config)), 60)
+    assert code == 1
+    assert "cannot open the database at postgresql://talon@127.0.0.1:9/talon" in err
+    assert "hunter22" not in err
+    assert "Traceback" not in err
