@@ -19,7 +19,17 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), help="overrides log_level")
     p.set_defaults(handler=cmd_run)
 
-    p = sub.add_parser("migrate", parents=[common], help="apply database migrations")
+    p = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="apply database migrations, or copy the SQLite store to PostgreSQL (--to)",
+    )
+    p.add_argument(
+        "--to",
+        metavar="URL",
+        help="copy the SQLite store into this empty PostgreSQL database (postgresql://...) and check "
+        "every table's row count; the daemon must be stopped",
+    )
     p.set_defaults(handler=cmd_migrate)
 
     p = sub.add_parser(
@@ -83,6 +93,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         lock.acquire()
     except AlreadyRunningError as exc:
         return fail(f"{exc} (the daemon applies migrations itself at start)")
+    if args.to:
+        from gateway.cli.move import copy_to_postgres
+
+        try:
+            return copy_to_postgres(settings, args.to)
+        finally:
+            lock.release()
 
     async def migrate() -> list[str]:
         db = await open_store(settings.database.url, settings.data_path, migrate=False)

@@ -22,7 +22,7 @@ from gateway.store.connection_thread import ConnectionThread
 from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version
 from gateway.store.pg_connection import PgConnection, connect
 
-__all__ = ["POSTGRESQL", "NodeLockedError", "open_postgres", "pg_migrations"]
+__all__ = ["POSTGRESQL", "NodeLockedError", "apply_migrations", "open_postgres", "pg_migrations"]
 
 log = logging.getLogger("talon.store")
 
@@ -59,7 +59,7 @@ def _check_version(conn: PgConnection) -> int:
     return current
 
 
-def _apply_migrations(conn: PgConnection) -> list[str]:
+def apply_migrations(conn: PgConnection) -> list[str]:
     """Apply pending migrations, each in its own transaction. Returns their names."""
     conn.execute("SELECT pg_advisory_lock(?)", (_MIGRATION_LOCK,))
     try:
@@ -89,7 +89,7 @@ POSTGRESQL = Engine(
     begin_write="BEGIN",
     # A snapshot, as a read transaction on SQLite's WAL is.
     begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-    apply_migrations=_apply_migrations,
+    apply_migrations=apply_migrations,
     backup_refusal=(
         "the database is PostgreSQL: back it up with pg_dump (for example "
         '`pg_dump --format=custom --file talon.dump "$TALON_DATABASE_URL"`) and restore '
@@ -133,7 +133,7 @@ async def open_postgres(url: str, data_path: Path, *, migrate: bool = True, node
             )
         if node:
             await opened[0].call(_hold_node_lock)
-        await opened[0].call(_apply_migrations if migrate else _check_version)
+        await opened[0].call(apply_migrations if migrate else _check_version)
     except BaseException:
         for worker in reversed(opened):
             await worker.close()

@@ -84,3 +84,38 @@ async def test_an_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
     assert "cannot open the database at postgresql://talon@127.0.0.1:9/talon" in err
     assert "hunter22" not in err
     assert "Traceback" not in err
+
+
+async def test_migrate_to_copies_a_sqlite_store_that_the_daemon_then_runs_on(
+    tmp_path: Path, pg_server: object
+) -> None:
+    url = pg_server.new_database()  # type: ignore[attr-defined]
+    async with fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai") as model:
+        config = write_deployed_config(
+            tmp_path, model_url=model.url, channels=[{"name": "console", "type": "console"}]
+        )
+        async with Daemon(config, talon_env()) as daemon:
+            await daemon.start(tmp_path / "data", ready_timeout=60)
+            for text in ("first words", "second words"):
+                code, out, err = await talon("chat", "-c", str(config), "-m", text)
+                assert code == 0 and text in out, err
+            code, _, err = await talon("migrate", "-c", str(config), "--to", url)
+            assert code != 0 and "stop" in err.lower(), "a running daemon's store is not copied"
+            assert await daemon.stop() == 0
+        _, on_sqlite, _ = await talon("threads", "-c", str(config))
+
+        code, out, err = await talon("migrate", "-c", str(config), "--to", url)
+        assert code == 0, err
+        assert "every table's row count matches" in out and "messages" in out
+        code, _, err = await talon("migrate", "-c", str(config), "--to", url)
+        assert code != 0 and "not empty" in err
+
+        env = talon_env({"TALON_DATABASE_URL": url})
+        _node(tmp_path, model.url)  # the same folder, now with database.url
+        async with Daemon(config, env) as daemon:
+            await daemon.start(tmp_path / "data", ready_timeout=60)
+            _, on_postgres, _ = await talon("threads", "-c", str(config), env=env)
+            assert on_postgres == on_sqlite
+            code, out, err = await talon("chat", "-c", str(config), "-m", "third words", env=env)
+            assert code == 0 and "third words" in out, err
+            assert await daemon.stop() == 0
