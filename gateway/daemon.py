@@ -356,7 +356,13 @@ class Gateway:
         """Start in order; on any failure, stop what started and raise."""
         self._lock.acquire()
         try:
-            db = await open_store(self.settings.database.url, self.settings.data_path, node=True)
+            database = self.settings.database
+            db = await open_store(
+                database.url,
+                self.settings.data_path,
+                node=True,
+                standby_poll=database.standby_poll if database.standby else None,
+            )
             try:
                 self._components = build_components(self.settings, self.personas, db)
             except BaseException:

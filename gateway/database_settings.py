@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.model_types import StrictModel
 
@@ -21,6 +21,15 @@ class DatabaseSettings(StrictModel):
         None,
         description="postgresql://user:password@host:5432/dbname (usually ${TALON_DATABASE_URL}); "
         "null = the SQLite file talon.db in data_dir",
+    )
+
+    standby: bool = Field(
+        False,
+        description="when another daemon holds the database, wait and take over once it is gone "
+        "(a hot standby, docs/scaling.md); false = refuse to start",
+    )
+    standby_poll: float = Field(
+        1.0, gt=0, le=60, description="seconds between a standby's checks whether the database is free"
     )
 
     @field_validator("url")
@@ -39,6 +48,12 @@ class DatabaseSettings(StrictModel):
                 "name the database at the end of the URL: postgresql://user:password@host:5432/talon"
             )
         return value
+
+    @model_validator(mode="after")
+    def _standby_needs_postgresql(self) -> DatabaseSettings:
+        if self.standby and not self.url:
+            raise ValueError("standby: true needs database.url: a standby waits for a PostgreSQL database")
+        return self
 
     @property
     def password(self) -> str | None:

@@ -12,12 +12,17 @@ __all__ = ["open_store", "shown_location"]
 
 
 async def open_store(
-    url: str | None, data_path: Path, *, migrate: bool = True, node: bool = False
+    url: str | None,
+    data_path: Path,
+    *,
+    migrate: bool = True,
+    node: bool = False,
+    standby_poll: float | None = None,
 ) -> Database:
     """The store at ``url`` (PostgreSQL) or, with none, ``talon.db`` in ``data_path``.
 
-    ``node``: this is the daemon; on PostgreSQL it holds the database's node lock while open
-    (:func:`gateway.store.postgres.open_postgres`).
+    ``node``: this is the daemon; on PostgreSQL it holds the database's node lock while open,
+    waiting for it with ``standby_poll`` (:func:`gateway.store.postgres.open_postgres`).
 
     Raises:
         SchemaTooNewError: the database is from a newer Talon.
@@ -27,7 +32,7 @@ async def open_store(
     if url:
         from gateway.store.postgres import open_postgres  # psycopg is loaded only when used
 
-        return await open_postgres(url, data_path, migrate=migrate, node=node)
+        return await open_postgres(url, data_path, migrate=migrate, node=node, standby_poll=standby_poll)
     return await open_database(data_path / DB_FILE, migrate=migrate)
 
 

@@ -12,7 +12,9 @@ PostgreSQL twin of the same number. The schema version is a row of ``talon_schem
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -98,25 +100,43 @@ POSTGRESQL = Engine(
 )
 
 
-def _hold_node_lock(conn: PgConnection) -> None:
+def _try_node_lock(conn: PgConnection) -> bool:
     row = conn.execute("SELECT pg_try_advisory_lock(?)", (_NODE_LOCK,)).fetchone()
-    if not (row and row[0]):
+    return bool(row and row[0])
+
+
+async def _hold_node_lock(writer: ConnectionThread, standby_poll: float | None) -> None:
+    """Take the node lock; as a standby (``standby_poll`` set), wait for it."""
+    if await writer.call(_try_node_lock):
+        return
+    if standby_poll is None:
         raise NodeLockedError(
-            "another Talon daemon is running on this database; one node per database for now "
-            "(docs/scaling.md): stop the other one, or give this one its own database"
+            "another Talon daemon is running on this database; one active node per database "
+            "(docs/scaling.md): stop the other one, give this one its own database, or make it a "
+            "standby (database.standby: true)"
         )
+    log.info("standby: another Talon daemon holds the database; this one takes over when it stops")
+    started = time.monotonic()
+    while True:
+        await asyncio.sleep(standby_poll)
+        if await writer.call(_try_node_lock):
+            break
+    log.info("standby: the database is free after %.1f s; taking over", time.monotonic() - started)
 
 
 class NodeLockedError(RefusedError):
     """Another daemon holds the database."""
 
 
-async def open_postgres(url: str, data_path: Path, *, migrate: bool = True, node: bool = False) -> Database:
+async def open_postgres(
+    url: str, data_path: Path, *, migrate: bool = True, node: bool = False, standby_poll: float | None = None
+) -> Database:
     """Connect to ``url`` and bring the schema up to date.
 
     ``data_path`` is this node's data directory (it must exist): staged files and the outbox
     spool live there, beside where the SQLite file would be. ``node``: this is the daemon, which
-    holds the node lock on its writer connection until it closes.
+    holds the node lock on its writer connection until it closes; with ``standby_poll`` it waits
+    for the lock, checking that often, instead of refusing.
 
     Raises:
         SchemaTooNewError: the database is from a newer Talon.
@@ -132,7 +152,7 @@ async def open_postgres(url: str, data_path: Path, *, migrate: bool = True, node
                 )
             )
         if node:
-            await opened[0].call(_hold_node_lock)
+            await _hold_node_lock(opened[0], standby_poll)
         await opened[0].call(apply_migrations if migrate else _check_version)
     except BaseException:
         for worker in reversed(opened):
