@@ -49,12 +49,15 @@ class InstantModel:
 
 
 async def run(
-    threads: int, messages: int, rate: float | None = None, *, http: bool = False
+    threads: int, messages: int, rate: float | None = None, *, http: bool = False, database: str | None = None
 ) -> dict[str, float]:
     """Each thread sends its next message once the reply to the last one arrived; with
     ``rate``, messages also start on a schedule of ``rate`` per second across all threads.
-    With ``http``, the HTTP server serves ``/metrics`` and is scraped once a second."""
+    With ``http``, the HTTP server serves ``/metrics`` and is scraped once a second; with
+    ``database``, the store is that PostgreSQL database."""
     extra: dict[str, Any] = {"log_level": "warning"}
+    if database:
+        extra["database"] = {"url": database}
     if http:
         extra["http"] = {"listen": "127.0.0.1:0", "metrics": True}
     with tempfile.TemporaryDirectory() as tmp:
@@ -180,7 +183,16 @@ def main() -> None:
         action="store_true",
         help="run each case without and with the HTTP server (/metrics scraped every second), off-on-on-off",
     )
+    ap.add_argument(
+        "--postgres",
+        action="store_true",
+        help="run each case on SQLite and on a throwaway PostgreSQL server (tests/pg_server.py), "
+        "sqlite-pg-pg-sqlite",
+    )
     args = ap.parse_args()
+    if args.postgres:
+        _compare_engines(args)
+        return
     # Saturation: every thread always has a message waiting, so overhead includes queueing.
     # Paced: the same threads at the target rate, so overhead is the gateway's path under load.
     # Light load: a few conversations, so overhead is the gateway's path alone.
@@ -205,6 +217,27 @@ def main() -> None:
             print(f"  {'':>16}  {'http off':>10}  {'http on':>10}  {'on/off':>7}")
             for key in off:
                 print(f"  {key:>16}: {off[key]:>10,.2f}  {on[key]:>10,.2f}  {on[key] / off[key]:>7.3f}")
+
+
+def _compare_engines(args: argparse.Namespace) -> None:
+    from tests.pg_server import running_server
+
+    with running_server() as server:
+        if server is None:
+            raise SystemExit("PostgreSQL is not installed (apt-get install postgresql)")
+        for threads, rate, label in [
+            (args.threads, None, "saturation"),
+            (args.light_threads, None, "light load"),
+        ]:
+            print(f"end to end, {label}: {threads} threads x {args.messages} messages, instant model")
+            # sqlite, pg, pg, sqlite: a process's later runs are slower, so each side gets both places.
+            order = [None, server.new_database(), server.new_database(), None]
+            results = [asyncio.run(run(threads, args.messages, rate, database=url)) for url in order]
+            sqlite = {k: (results[0][k] + results[3][k]) / 2 for k in results[0]}
+            pg = {k: (results[1][k] + results[2][k]) / 2 for k in results[0]}
+            print(f"  {'':>16}  {'sqlite':>10}  {'postgresql':>10}  {'pg/sqlite':>9}")
+            for key in sqlite:
+                print(f"  {key:>16}: {sqlite[key]:>10,.2f}  {pg[key]:>10,.2f}  {pg[key] / sqlite[key]:>9.3f}")
 
 
 if __name__ == "__main__":
