@@ -56,6 +56,7 @@ from gateway.status import StatusReporter
 from gateway.store import readonly
 from gateway.store.db import Database
 from gateway.store.engines import open_store
+from gateway.store.node_watch import watch_node_lock
 from gateway.subagents.runner import SubagentRunner
 from gateway.subagents.summarize import Summarizer
 from gateway.turns import TurnRunner
@@ -338,6 +339,8 @@ class Gateway:
         self._stopped = asyncio.Event()
         self._scheduler_task: asyncio.Task[None] | None = None
         self._warm_up: list[asyncio.Task[Any]] = []
+        self._node_watch: asyncio.Task[None] | None = None
+        self.lost_database = False  # the node lock's connection went away: exit non-zero
 
     @property
     def components(self) -> Components:
@@ -379,6 +382,10 @@ class Gateway:
         await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await c.queue.start()
         self._scheduler_task = asyncio.create_task(c.scheduler.run(self._stopped), name="scheduler")
+        if c.db.engine.name == "postgresql":
+            self._node_watch = asyncio.create_task(
+                watch_node_lock(c.db, self._lose_database), name="node-lock"
+            )
         await c.interactions.start()  # before the channels: a tap may arrive at once
         await c.channels.start()  # a channel that fails for now is retried in the background
         await c.control.start()
@@ -407,6 +414,10 @@ class Gateway:
     def request_stop(self) -> None:
         self._stopped.set()
 
+    def _lose_database(self) -> None:
+        self.lost_database = True
+        self.request_stop()
+
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
@@ -419,6 +430,9 @@ class Gateway:
             if c.http is not None:
                 await c.http.stop()  # webhooks are intake: none after this
         self._stopped.set()
+        if self._node_watch is not None:
+            self._node_watch.cancel()
+            await asyncio.gather(self._node_watch, return_exceptions=True)
         if self._scheduler_task:
             await asyncio.gather(self._scheduler_task, return_exceptions=True)
         if c is not None:
@@ -494,7 +508,7 @@ async def run_daemon(settings: Settings, personas: dict[str, Persona]) -> int:
                 pinging.cancel()
             await otel.shutdown()  # the last spans, after the last sends
     log.info("stopped")
-    return 0
+    return 1 if gateway.lost_database else 0
 
 
 async def _settle_when_warm(gateway: Gateway) -> None:

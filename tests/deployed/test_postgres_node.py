@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from tests.deployed.support import fake_process, write_deployed_config
+from tests.deployed.support import fake_process, log_failures, write_deployed_config
 from tests.e2e.daemon import Daemon, talon, talon_env
 
 pytestmark = pytest.mark.timeout(240)
@@ -119,3 +120,26 @@ async def test_migrate_to_copies_a_sqlite_store_that_the_daemon_then_runs_on(
             code, out, err = await talon("chat", "-c", str(config), "-m", "third words", env=env)
             assert code == 0 and "third words" in out, err
             assert await daemon.stop() == 0
+
+
+async def test_a_node_whose_database_connection_is_cut_stops_so_a_standby_can_take_over(
+    tmp_path: Path, pg_server: object
+) -> None:
+    url = pg_server.new_database()  # type: ignore[attr-defined]
+    env = talon_env({"TALON_DATABASE_URL": url})
+    async with fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai") as model:
+        config = _node(tmp_path / "a", model.url)
+        async with Daemon(config, env) as daemon:
+            await daemon.start(config.parent / "data", ready_timeout=60)
+            with psycopg.connect(url, autocommit=True) as admin:
+                ended = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND application_name = 'talon-writer'"
+                ).fetchall()
+            assert ended == [(True,)]
+            assert daemon.proc is not None
+            code = await asyncio.wait_for(daemon.proc.wait(), 60)
+    assert code == 1
+    log = daemon.log()
+    assert "lost the database connection that holds this node's lock" in log
+    assert log_failures(log) == []
