@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
 
 __all__ = ["PgConnection", "PgRow", "connect", "translate"]
@@ -159,6 +160,11 @@ class PgConnection:
         self._conn.close()
 
 
+# TCP keepalives unless the URL sets its own: a server host that vanishes is noticed in about
+# 11 s instead of the kernel's two hours, so a node stops instead of hanging on a dead socket.
+_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3"}
+
+
 def connect(url: str, *, application_name: str) -> PgConnection:
     """A new autocommit connection to ``url``.
 
@@ -166,9 +172,8 @@ def connect(url: str, *, application_name: str) -> PgConnection:
         sqlite3.OperationalError: the server cannot be reached or refused the login.
     """
     try:
-        conn = psycopg.connect(
-            url, autocommit=True, row_factory=_row_factory, application_name=application_name
-        )
+        params = {**_KEEPALIVES, **conninfo_to_dict(url), "application_name": application_name}
+        conn = psycopg.connect(**params, autocommit=True, row_factory=_row_factory)
     except psycopg.Error as exc:
         raise _as_sqlite_error(exc) from exc
     return PgConnection(conn)
