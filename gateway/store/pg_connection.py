@@ -48,9 +48,17 @@ def _row_class(names: tuple[str, ...]) -> type[PgRow]:
 
 
 def _row_factory(cursor: psycopg.Cursor[Any]) -> RowMaker[PgRow]:
-    names = tuple(col.name for col in cursor.description or ())
+    # The names straight from the result: ``cursor.description`` builds a Column object per
+    # column of every statement.
+    result = cursor.pgresult
+    names = tuple((result.fname(i) or b"").decode() for i in range(result.nfields)) if result else ()
     cls = _row_class(names)
     return lambda values: cls(values)
+
+
+def _has_rows(cursor: psycopg.Cursor[Any]) -> bool:
+    result = cursor.pgresult
+    return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
 
 
 @lru_cache(maxsize=2048)
@@ -98,12 +106,12 @@ class PgCursor:
         return self._cursor.rowcount
 
     def fetchone(self) -> PgRow | None:
-        if self._cursor.description is None:
+        if not _has_rows(self._cursor):
             return None
         return self._cursor.fetchone()
 
     def fetchall(self) -> list[PgRow]:
-        if self._cursor.description is None:
+        if not _has_rows(self._cursor):
             return []
         return self._cursor.fetchall()
 
