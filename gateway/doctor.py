@@ -115,6 +115,14 @@ async def run_doctor(settings: Settings, *, config: Path | None, fix: bool = Fal
     print("data dir")
     _check_data_dir(settings, report, fix)
 
+    from gateway.database_doctor import database_findings
+
+    stored = await database_findings(settings, list(personas.values()))
+    if stored:
+        print("database")
+    for level, text in stored:
+        getattr(report, level)(text)
+
     print("providers")
     used = {(p.provider, p.model) for p in personas.values()}
     for provider_name, model in sorted(used):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from pathlib import Path
@@ -24,7 +25,15 @@ from gateway.store.connection_thread import ConnectionThread
 from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version
 from gateway.store.pg_connection import PgConnection, connect
 
-__all__ = ["POSTGRESQL", "NodeLockedError", "apply_migrations", "open_postgres", "pg_migrations"]
+__all__ = [
+    "POSTGRESQL",
+    "NodeLockedError",
+    "ServerState",
+    "apply_migrations",
+    "open_postgres",
+    "pg_migrations",
+    "server_state",
+]
 
 log = logging.getLogger("talon.store")
 
@@ -160,3 +169,40 @@ async def open_postgres(
         raise
     writer, reader = opened
     return Database(writer, reader, None, data_path / DB_FILE, POSTGRESQL)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerState:
+    """What ``talon doctor`` reports of a PostgreSQL store."""
+
+    server_version: str
+    schema_version: int  # 0: no Talon tables yet
+    node_running: bool  # some daemon holds the node lock
+
+
+def server_state(url: str) -> ServerState:
+    """Connect to ``url`` once and read its state (blocking; the caller runs it in a thread).
+
+    Raises:
+        sqlite3.OperationalError: the server cannot be reached or refused the login.
+    """
+    conn = connect(url, application_name="talon-doctor")
+    try:
+        version = conn.execute("SHOW server_version").fetchone()
+        tables = conn.execute("SELECT to_regclass('talon_schema') IS NOT NULL").fetchone()
+        schema = (
+            conn.execute("SELECT max(version) FROM talon_schema").fetchone() if tables and tables[0] else None
+        )
+        held = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND ((classid::bigint << 32) | objid::bigint) = ?",
+            (_NODE_LOCK,),
+        ).fetchone()
+    finally:
+        conn.close()
+    return ServerState(
+        server_version=str(version[0]) if version else "?",
+        schema_version=int(schema[0]) if schema and schema[0] is not None else 0,
+        node_running=bool(held and held[0]),
+    )

@@ -5,11 +5,13 @@ CLI reading the same database, and ``talon backup`` pointing at pg_dump."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from gateway.store.db import code_schema_version
 from tests.deployed.support import fake_process, log_failures, write_deployed_config
 from tests.e2e.daemon import Daemon, talon, talon_env
 
@@ -44,6 +46,12 @@ async def test_one_daemon_per_database_and_a_standby_takes_over_after_kill_9(
 
             code, out, err = await talon("threads", "-c", str(first), env=env)
             assert code == 0 and "console" in out, err
+            _, out, _ = await talon("doctor", "-c", str(standby), env=env)
+            assert re.search(r"database\.url postgresql://talon@127\.0\.0\.1:\d+/\w+: PostgreSQL \d+", out), (
+                out
+            )
+            assert f"schema version {code_schema_version()}, this Talon's" in out
+            assert "a Talon daemon is running on this database; `talon run` here would be refused" in out
             code, _, err = await talon("backup", "-c", str(first), str(tmp_path / "copy.db"), env=env)
             assert code != 0 and "pg_dump" in err
             assert not (tmp_path / "copy.db").exists()
@@ -85,6 +93,10 @@ async def test_an_unreachable_server_is_one_clear_line(tmp_path: Path) -> None:
     assert "cannot open the database at postgresql://talon@127.0.0.1:9/talon" in err
     assert "hunter22" not in err
     assert "Traceback" not in err
+    code, out, _ = await talon("doctor", "-c", str(config))
+    assert code == 1
+    assert "database.url postgresql://talon@127.0.0.1:9/talon: cannot connect" in out
+    assert "hunter22" not in out
 
 
 async def test_migrate_to_copies_a_sqlite_store_that_the_daemon_then_runs_on(

@@ -1,0 +1,58 @@
+"""``talon doctor``'s database section, for a store on PostgreSQL (``database.url``)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+from gateway.config import Settings
+from gateway.personas import Persona
+
+__all__ = ["database_findings"]
+
+
+async def database_findings(settings: Settings, personas: list[Persona]) -> list[tuple[str, str]]:
+    """``(level, text)`` lines: nothing when the store is the SQLite file."""
+    url = settings.database.url
+    if not url:
+        return []
+    from gateway.store.db import code_schema_version
+    from gateway.store.engines import shown_location
+    from gateway.store.postgres import server_state
+
+    shown = shown_location(url, settings.data_path)
+    try:
+        state = await asyncio.to_thread(server_state, url)
+    except sqlite3.Error as exc:
+        return [("fail", f"database.url {shown}: cannot connect ({exc})")]
+    found = [("ok", f"database.url {shown}: PostgreSQL {state.server_version.split()[0]}")]
+    latest = code_schema_version()
+    if state.schema_version == 0:
+        found.append(
+            ("ok", "no Talon tables yet: `talon run` creates them (or `talon migrate --to` fills them)")
+        )
+    elif state.schema_version < latest:
+        found.append(("ok", f"schema version {state.schema_version}: `talon run` migrates it to {latest}"))
+    elif state.schema_version > latest:
+        found.append(
+            ("fail", f"schema version {state.schema_version} is newer than this Talon ({latest}); upgrade")
+        )
+    else:
+        found.append(("ok", f"schema version {latest}, this Talon's"))
+    if state.node_running:
+        role = (
+            "this node waits as its standby"
+            if settings.database.standby
+            else "`talon run` here would be refused"
+        )
+        found.append(("ok", f"a Talon daemon is running on this database; {role}"))
+    queriers = [p.name for p in personas if any(c.startswith("db.query") for c in p.capabilities)]
+    if queriers:
+        found.append(
+            (
+                "warn",
+                f"db_query works on the SQLite store only; on PostgreSQL it answers with an error "
+                f"({', '.join(queriers)})",
+            )
+        )
+    return found
