@@ -1,4 +1,6 @@
-"""The SQLite database: connections, pragmas, migrations and transactions.
+"""The SQLite database: connections, pragmas, migrations and transactions; and
+:class:`Database`, the one writer and reader API of every engine (PostgreSQL's connections and
+migrations are in :mod:`gateway.store.postgres`).
 
 Three connections, each on a thread of its own (:class:`ConnectionThread`): the writer,
 used only under the write lock (so no coroutine ever runs a statement inside another's open

@@ -55,7 +55,9 @@ def pg_migrations() -> list[tuple[int, str, str]]:
 
 
 def _schema_version(conn: PgConnection) -> int:
-    conn.execute("CREATE TABLE IF NOT EXISTS talon_schema (version BIGINT NOT NULL)")
+    exists = conn.execute("SELECT to_regclass('talon_schema') IS NOT NULL").fetchone()
+    if not (exists and exists[0]):
+        return 0
     row = conn.execute("SELECT max(version) FROM talon_schema").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
@@ -74,6 +76,7 @@ def apply_migrations(conn: PgConnection) -> list[str]:
     """Apply pending migrations, each in its own transaction. Returns their names."""
     conn.execute("SELECT pg_advisory_lock(?)", (_MIGRATION_LOCK,))
     try:
+        conn.execute("CREATE TABLE IF NOT EXISTS talon_schema (version BIGINT NOT NULL)")
         current = _check_version(conn)
         applied = []
         for version, name, sql in pg_migrations():

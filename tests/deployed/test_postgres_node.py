@@ -148,10 +148,10 @@ async def test_a_node_whose_database_connection_is_cut_stops_so_a_standby_can_ta
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                     "WHERE datname = current_database() AND application_name = 'talon-writer'"
                 ).fetchall()
-            assert ended == [(True,)]
+            assert ended == [(True,)], daemon.log()[-3000:]
             assert daemon.proc is not None
             code = await asyncio.wait_for(daemon.proc.wait(), 60)
-    assert code == 1
     log = daemon.log()
-    assert "lost the database connection that holds this node's lock" in log
-    assert log_failures(log) == []
+    assert code == 1, log[-3000:]
+    assert "lost the database connection that holds this node's lock" in log, log[-3000:]
+    assert log_failures(log) == [], log[-3000:]
