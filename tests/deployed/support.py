@@ -27,6 +27,7 @@ import psycopg
 import yaml
 from psycopg.rows import dict_row
 
+from gateway.live_reply import WRITING
 from tests.e2e.daemon import Daemon, talon, talon_env
 
 # What a log must never contain: a failure inside logging itself, or an unhandled error.
@@ -149,6 +150,12 @@ def outbox_rows(data_dir: Path, database_url: str | None = None) -> list[dict[st
         ]
     finally:
         conn.close()
+
+
+def unfinished_preview(text: str) -> bool:
+    """A streamed preview's text: it ends in its writing or status line (never a reply's)."""
+    last = text.rsplit("\n", 1)[-1]
+    return last == WRITING or last.startswith("⏳ ")
 
 
 def unaccounted(shown: dict[str, list[str]], rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

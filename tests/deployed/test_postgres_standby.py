@@ -19,6 +19,7 @@ from tests.deployed.support import (
     log_failures,
     outbox_rows,
     post_json,
+    unfinished_preview,
     write_deployed_config,
 )
 from tests.deployed.test_telegram_burst import _burst, answered
@@ -101,7 +102,10 @@ async def test_the_standby_takes_over_after_kill_9_and_every_chat_is_answered_on
     rows = outbox_rows(tmp_path / "b" / "data", url)
     by_status = Counter(r["status"] for r in rows)
     assert set(by_status) <= {"sent", "unknown"}, by_status
-    delivered = Counter((chat, text) for chat, texts in shown.items() for text in texts)
+    # A preview posted in the moment of the kill is unknown to the store (docs/streaming.md).
+    delivered = Counter(
+        (chat, text) for chat, texts in shown.items() for text in texts if not unfinished_preview(text)
+    )
     doubled = [key for key, n in delivered.items() if n > 1]
     assert not doubled, f"sent twice: {doubled[:5]}"
     showing = sum(1 for r in rows if r["status"] == "sent" and r["format"] != "drop_preview")

@@ -2,8 +2,8 @@
 chunks that were on the wire at the kill reported ``unknown`` instead of being re-sent.
 
 Telegram has no idempotency key, so unlike the console a re-send would be a duplicate the
-user sees; this is the connector where the outbox's ``sending`` mark matters. The same promise
-is checked with the store on SQLite and on PostgreSQL (``database.url``).
+user sees; this is the connector where the outbox's ``sending`` mark matters. On PostgreSQL the
+same kill -9 burst is test_postgres_standby.py's, with a standby taking over.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from tests.deployed.support import (
     log_failures,
     outbox_rows,
     post_json,
+    unfinished_preview,
     write_deployed_config,
 )
 from tests.deployed.test_telegram_burst import _burst, answered
@@ -32,12 +33,7 @@ CHATS = 100
 PER_CHAT = 10
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
-async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(
-    tmp_path: Path, engine: str, request: pytest.FixtureRequest
-) -> None:
-    url = request.getfixturevalue("pg_server").new_database() if engine == "postgresql" else None
-    database = {"database": {"url": url}} if url else {}
+async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: Path) -> None:
     async with (
         fake_process(
             "tests.fakes.telegram_api.standalone", tmp_path, "--latency", "0.05:0.2", "--fail-rate", "0.02"
@@ -55,7 +51,6 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(
                     "api_base_url": bot_api.url,
                 }
             ],
-            **database,
         )
         async with deployed_daemon(config) as daemon:
             await post_json(f"{bot_api.url}/_fake/inject", {"messages": _burst(CHATS, PER_CHAT)})
@@ -63,13 +58,13 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(
                 while sum(map(len, (await get_json(f"{bot_api.url}/_fake/sent")).values())) < 60:
                     await asyncio.sleep(0.05)
             await daemon.kill()
-        killed_at = outbox_rows(tmp_path / "data", url)
+        killed_at = outbox_rows(tmp_path / "data")
         in_flight = [r for r in killed_at if r["status"] == "sending"]
 
         async with deployed_daemon(config) as daemon:
             deadline = time.monotonic() + 300
             while True:
-                rows = outbox_rows(tmp_path / "data", url)
+                rows = outbox_rows(tmp_path / "data")
                 sent = await get_json(f"{bot_api.url}/_fake/sent")
                 waiting = [
                     c
@@ -91,13 +86,16 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(
         messages = await get_json(f"{bot_api.url}/_fake/messages")
         shown = {chat: [m["text"] for m in ms if not m["deleted"]] for chat, ms in messages.items()}
 
-    assert (tmp_path / "data" / "talon.db").exists() == (url is None), "the store is where the config says"
     assert in_flight, "the kill caught some chunks on the wire (raise the latency if not)"
-    rows = outbox_rows(tmp_path / "data", url)
+    rows = outbox_rows(tmp_path / "data")
     by_status = Counter(r["status"] for r in rows)
     assert set(by_status) <= {"sent", "unknown"}, by_status
     assert by_status["unknown"] == len(in_flight), "exactly the chunks on the wire at the kill are unknown"
-    delivered = Counter((chat, text) for chat, texts in shown.items() for text in texts)
+    # A kill between the platform posting a preview and its id being stored leaves that preview
+    # unknown to the store (docs/streaming.md); it still ends in its writing/status line.
+    delivered = Counter(
+        (chat, text) for chat, texts in shown.items() for text in texts if not unfinished_preview(text)
+    )
     doubled = [key for key, n in delivered.items() if n > 1]
     assert not doubled, f"sent twice: {doubled[:5]}"
     # Every message a chat shows is a sent row, or one of the rows that were on the wire (a row

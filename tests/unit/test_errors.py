@@ -38,9 +38,11 @@ from gateway.runtime.model import ProviderError
 from gateway.runtime.providers.retry import RetryableError
 from gateway.scheduling.cron import ScheduleError
 from gateway.skills import SkillError
+from gateway.store.copy import CopyError
 from gateway.store.db import SchemaTooNewError
 from gateway.store.delegation import TaskLimitError
 from gateway.store.findings import FindingsFullError
+from gateway.store.postgres import NodeLockedError
 from gateway.store.readonly import ReadOnlyQueryError
 from gateway.store.state import StateQuotaError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
@@ -69,10 +71,12 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     ChildBudgetError: RefusedError,
     CommandError: RefusedError,
     ComposeError: RefusedError,
+    CopyError: RefusedError,
     DelegationError: RefusedError,
     FindingsFullError: RefusedError,
     ImageFormatError: RefusedError,
     JSONInputError: RefusedError,
+    NodeLockedError: RefusedError,
     NotifyError: RefusedError,
     OutputError: RefusedError,
     QueryError: RefusedError,
