@@ -137,7 +137,7 @@ class PgConnection:
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         cursor = self._conn.cursor()
         try:
-            cursor.execute(translate(sql), tuple(params) if params else None)
+            cursor.execute(translate(sql), tuple(params) if params else ())
         except psycopg.Error as exc:
             raise _as_sqlite_error(exc) from exc
         return PgCursor(cursor)
