@@ -45,10 +45,10 @@ class SchemaTooNewError(RefusedError):
     """The database was written by a newer Talon; refusing protects it from damage."""
 
 
-def migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) for every packaged migration, in order."""
+def migrations(package: str = "gateway.store.migrations") -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every migration packaged in ``package``, in order."""
     found = []
-    for entry in resources.files("gateway.store.migrations").iterdir():
+    for entry in resources.files(package).iterdir():
         name = entry.name
         if name.endswith(".sql") and name[:4].isdigit():
             found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))

@@ -17,12 +17,11 @@ import logging
 import time
 from dataclasses import dataclass
 from functools import partial
-from importlib import resources
 from pathlib import Path
 
 from gateway.errors import RefusedError
 from gateway.store.connection_thread import ConnectionThread
-from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version
+from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version, migrations
 from gateway.store.pg_connection import PgConnection, connect
 
 __all__ = [
@@ -46,12 +45,7 @@ _NODE_LOCK = 0x74616C6F6E01
 
 def pg_migrations() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every packaged PostgreSQL migration, in order."""
-    found = []
-    for entry in resources.files("gateway.store.migrations_pg").iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
-    return sorted(found)
+    return migrations("gateway.store.migrations_pg")
 
 
 def _schema_version(conn: PgConnection) -> int:
