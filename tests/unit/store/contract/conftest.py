@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -82,59 +81,33 @@ class Backend:
         return await self.db.read(fn, *args, **kwargs)
 
 
-@asynccontextmanager
-async def _sqlite(tmp_path: Path) -> AsyncIterator[Backend]:
-    db = await open_database(tmp_path / "talon.db")
-    try:
-        yield Backend(
-            "sqlite",
-            db,
-            threads,
-            messages,
-            runs,
-            queue,
-            outbox,
-            memory,
-            delegation,
-            audit,
-            schedules,
-            state,
-            facts,
-            traces,
-        )
-    finally:
-        await db.close()
-
-
-@asynccontextmanager
-async def _postgresql(tmp_path: Path, server: PgServer) -> AsyncIterator[Backend]:
-    db = await open_postgres(server.new_database(), tmp_path)
-    try:
-        yield Backend(
-            "postgresql",
-            db,
-            threads,
-            messages,
-            runs,
-            queue,
-            outbox,
-            memory,
-            delegation,
-            audit,
-            schedules,
-            state,
-            facts,
-            traces,
-        )
-    finally:
-        await db.close()
+def _backend(name: str, db: Database) -> Backend:
+    return Backend(
+        name,
+        db,
+        threads,
+        messages,
+        runs,
+        queue,
+        outbox,
+        memory,
+        delegation,
+        audit,
+        schedules,
+        state,
+        facts,
+        traces,
+    )
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     if request.param == "sqlite":
-        async with _sqlite(tmp_path) as backend:
-            yield backend
+        db = await open_database(tmp_path / "talon.db")
     else:
-        async with _postgresql(tmp_path, request.getfixturevalue("pg_server")) as backend:
-            yield backend
+        server: PgServer = request.getfixturevalue("pg_server")
+        db = await open_postgres(server.new_database(), tmp_path)
+    try:
+        yield _backend(request.param, db)
+    finally:
+        await db.close()
