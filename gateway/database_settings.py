@@ -7,6 +7,8 @@ A ``postgresql://`` URL: a PostgreSQL database (docs/scaling.md), usually given 
 
 from __future__ import annotations
 
+import re
+import socket
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -14,6 +16,12 @@ from pydantic import Field, field_validator, model_validator
 from gateway.model_types import StrictModel
 
 __all__ = ["DatabaseSettings"]
+
+
+def _host_name() -> str:
+    """The host name as a node id (characters a node id may not hold become ``-``)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:64].lstrip("._-")
+    return name or "node"
 
 
 class DatabaseSettings(StrictModel):
@@ -30,6 +38,25 @@ class DatabaseSettings(StrictModel):
     )
     standby_poll: float = Field(
         1.0, gt=0, le=60, description="seconds between a standby's checks whether the database is free"
+    )
+    cluster: bool = Field(
+        False,
+        description="run as one of several active nodes on this database, sharing the work "
+        "(docs/scaling.md); every node has the same talon.yaml and its own data_dir",
+    )
+    node_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="this node's name in the cluster (letters, digits, . _ -); null = the host name",
+    )
+    failover_seconds: float = Field(
+        15.0,
+        ge=3,
+        le=300,
+        description="seconds after which a silent node counts as gone and its work, its Telegram "
+        "poller and the scheduler move to another node",
     )
 
     @field_validator("url")
@@ -53,7 +80,20 @@ class DatabaseSettings(StrictModel):
     def _standby_needs_postgresql(self) -> DatabaseSettings:
         if self.standby and not self.url:
             raise ValueError("standby: true needs database.url: a standby waits for a PostgreSQL database")
+        if self.cluster and not self.url:
+            raise ValueError(
+                "cluster: true needs database.url: the nodes of a cluster share one PostgreSQL database"
+            )
+        if self.cluster and self.standby:
+            raise ValueError(
+                "cluster: true and standby: true do not go together: every cluster node is active and takes "
+                "over a lost node's work; leave standby out"
+            )
         return self
+
+    def node_name(self) -> str:
+        """This node's id: ``node_id``, else the host name."""
+        return self.node_id or _host_name()
 
     @property
     def password(self) -> str | None:

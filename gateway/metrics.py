@@ -24,6 +24,7 @@ __all__ = [
     "TURN_COST",
     "TURN_SECONDS",
     "WEBHOOK_DELIVERIES",
+    "WRITE_CONFLICTS",
 ]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -101,5 +102,10 @@ WEBHOOK_DELIVERIES = Counter(
     "talon_webhook_deliveries",
     "Inbound webhook requests by route and the HTTP status answered (202, 400, 401, 429, 503)",
     ["route", "status"],
+    registry=REGISTRY,
+)
+WRITE_CONFLICTS = Counter(
+    "talon_write_conflicts",
+    "Write transactions run again because another node's transaction conflicted (PostgreSQL clusters)",
     registry=REGISTRY,
 )

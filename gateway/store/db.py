@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from gateway.errors import RefusedError
+from gateway.metrics import WRITE_CONFLICTS
 from gateway.store.connection_thread import ConnectionThread
 
 T = TypeVar("T")
@@ -43,6 +46,17 @@ MAX_GROUP = 64  # transactions per group commit: bounds how long the first one w
 
 class SchemaTooNewError(RefusedError):
     """The database was written by a newer Talon; refusing protects it from damage."""
+
+
+class WriteConflictError(sqlite3.OperationalError):
+    """A concurrent transaction of another node made this one impossible to commit as if the
+    two had run one after the other (PostgreSQL's serialization failure or a deadlock): the
+    whole transaction is run again, never one statement."""
+
+
+# Times a group meets a conflict before its callers get the error; each retry waits a little
+# longer, with jitter, so two nodes that collided do not collide again in step.
+WRITE_CONFLICT_RETRIES = 8
 
 
 def migrations(package: str = "gateway.store.migrations") -> list[tuple[int, str, str]]:
@@ -80,16 +94,38 @@ class _Failed:
     error: BaseException
 
 
+def _run_group_retrying(
+    begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
+) -> list[Any]:
+    """:func:`_run_group`, run again from the start when another node's transaction
+    conflicted with it (never on SQLite, whose one writer has no one to conflict with)."""
+    for attempt in range(WRITE_CONFLICT_RETRIES):
+        try:
+            return _run_group(begin, group, conn)
+        except WriteConflictError:
+            if attempt == WRITE_CONFLICT_RETRIES - 1:
+                raise
+            WRITE_CONFLICTS.inc()
+            time.sleep(random.uniform(0, 0.002 * 2**attempt))  # on the writer's thread
+    raise AssertionError("unreachable")
+
+
 def _run_group(
     begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
 ) -> list[Any]:
-    """One transaction for a group; each member in a savepoint (database thread)."""
+    """One transaction for a group; each member in a savepoint (database thread).
+
+    A conflict with another node's transaction aborts the whole group (it raises
+    :class:`WriteConflictError`): its members' work cannot be committed in part.
+    """
     conn.execute(begin)
     outcomes: list[Any] = []
     try:
         if len(group) == 1:
             try:
                 outcomes.append(group[0](conn))
+            except WriteConflictError:
+                raise
             except Exception as exc:
                 conn.rollback()
                 return [_Failed(exc)]
@@ -98,6 +134,8 @@ def _run_group(
                 conn.execute("SAVEPOINT member")
                 try:
                     outcomes.append(fn(conn))
+                except WriteConflictError:
+                    raise
                 except Exception as exc:
                     conn.execute("ROLLBACK TO member")
                     outcomes.append(_Failed(exc))
@@ -229,7 +267,7 @@ class Database:
                 self._writes += 1
                 try:
                     outcomes = await self._writer.call(
-                        partial(_run_group, self.engine.begin_write, [fn for fn, _ in group])
+                        partial(_run_group_retrying, self.engine.begin_write, [fn for fn, _ in group])
                     )
                 except Exception as exc:  # BEGIN or COMMIT failed: nothing of the group is stored
                     outcomes = [_Failed(exc)] * len(group)

@@ -7,7 +7,9 @@ need no second copy:
 - placeholders: the store writes ``?``; psycopg wants ``%s`` (and a literal ``%`` doubled);
 - rows: read by index and by column name, as ``sqlite3.Row`` reads;
 - errors: PostgreSQL's are raised as ``sqlite3``'s classes (the psycopg error is the cause),
-  so a caller catches one set of exceptions whichever engine refused.
+  so a caller catches one set of exceptions whichever engine refused; a serialization
+  failure or deadlock is :class:`~gateway.store.db.WriteConflictError`, which reruns the
+  transaction.
 
 The connection is in autocommit mode, as the store's SQLite connections are: the store opens
 its transactions itself (``BEGIN``, savepoints, ``COMMIT``).
@@ -23,6 +25,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import RowMaker
+
+from gateway.store.db import WriteConflictError
 
 __all__ = ["PgConnection", "PgRow", "connect", "translate"]
 
@@ -86,6 +90,8 @@ def translate(sql: str) -> str:
 
 
 def _as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
+    if isinstance(exc, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
+        return WriteConflictError(str(exc))
     if isinstance(exc, psycopg.IntegrityError):
         return sqlite3.IntegrityError(str(exc))
     if isinstance(exc, psycopg.OperationalError):

@@ -94,7 +94,9 @@ def apply_migrations(conn: PgConnection) -> list[str]:
 
 POSTGRESQL = Engine(
     "postgresql",
-    begin_write="BEGIN",
+    # As if every write ran alone, which is what the store's functions were written for (one
+    # writer on SQLite): with several nodes writing, a conflict reruns the transaction.
+    begin_write="BEGIN ISOLATION LEVEL SERIALIZABLE",
     # A snapshot, as a read transaction on SQLite's WAL is.
     begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     apply_migrations=apply_migrations,
