@@ -254,6 +254,21 @@ class Connector(Protocol):
         """Show or clear a typing/working indicator. Best effort; never raises."""
 
 
+class ReceiveGate(Protocol):
+    """What a channel with room for one receiver per platform account waits on before it
+    receives: in a cluster, the role of that account's receiver, which one node holds."""
+
+    async def wait(self) -> None:
+        """Return once this process may receive."""
+
+
+def single_receiver(connector: Connector) -> bool:
+    """Whether the platform lets only one process receive the channel's events (Telegram long
+    polling: a second ``getUpdates`` caller is refused). Such a connector has a
+    ``receive_gate`` (:class:`ReceiveGate` or None) that it waits on before receiving."""
+    return bool(getattr(connector, "single_receiver", False))
+
+
 class ConnectorStartError(PlatformError):
     """A channel could not start; the message says why and how to fix it.
 

@@ -1,6 +1,6 @@
 """The wiring: :func:`build_components` creates the parts, :class:`Gateway` starts and stops them.
 
-Start: lock the data dir -> database (migrations) -> providers -> outbox recovery ->
+Start: lock the data dir -> database (migrations; a cluster node joins) -> providers -> outbox recovery ->
 inbound files left in staging moved into their workspaces -> host tools' bridge -> queue ->
 scheduler -> connectors (each may fail alone; one that failed for now is retried in the
 background) -> control socket -> HTTP server (when configured) -> persona MCP servers -> ready.
@@ -24,11 +24,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from connectors.base import Connector
+from connectors.base import Connector, single_receiver
 from connectors.console import ConsoleConnector
 from gateway import otel
 from gateway.channel_supervisor import ChannelSupervisor
 from gateway.children.service import Children
+from gateway.cluster.roles import RoleGate
 from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, ConfigError, Settings
 from gateway.control import SOCKET_NAME, ControlServer
@@ -67,6 +68,7 @@ from tools.browser.manager import close_browser, warm_browser
 from tools.schedules.shell_runner import ShellScheduleRunner
 
 if TYPE_CHECKING:
+    from gateway.cluster.node import ClusterNode
     from gateway.http.features import HttpFeature
     from gateway.http.server import HttpServer
     from gateway.persona_mcp.manager import PersonaMcpManager
@@ -154,7 +156,10 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
     )
     public_url = settings.http.public_url if settings.http is not None else None
     connectors = {ch.name: build_connector(ch, files, db, public_url) for ch in settings.channels}
-    outbox = Outbox(db, connectors, settings.outbox)
+    node = settings.database.cluster_node()
+    outbox = Outbox(
+        db, connectors, settings.outbox, node=node, claim_seconds=settings.database.failover_seconds
+    )
     poster = ChannelPoster(db=db, settings=settings, connectors=connectors, outbox=outbox, bindings=bindings)
     persona_mcp = _persona_mcp(settings, personas)
     # The queue runs the turns that delegation follows: these close over it, built below.
@@ -205,7 +210,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
             db=db, settings=settings, connectors=connectors, outbox=outbox, data_path=settings.data_path
         ),
     )
-    queue = TurnQueue(db, settings.queue, turns, on_retry=schedule_hook.retrying)
+    queue = TurnQueue(db, settings.queue, turns, on_retry=schedule_hook.retrying, node=node)
     scheduler = Scheduler(
         db,
         default_timezone=settings.timezone,
@@ -340,6 +345,7 @@ class Gateway:
         self._scheduler_task: asyncio.Task[None] | None = None
         self._warm_up: list[asyncio.Task[Any]] = []
         self._node_watch: asyncio.Task[None] | None = None
+        self._cluster: ClusterNode | None = None
         self.lost_database = False  # the node lock's connection went away: exit non-zero
 
     @property
@@ -365,8 +371,11 @@ class Gateway:
                 self.settings.data_path,
                 node=True,
                 standby_poll=database.standby_poll if database.standby else None,
+                cluster=database.cluster,
             )
             try:
+                if database.cluster:
+                    self._cluster = await self._join_cluster(db)
                 self._components = build_components(self.settings, self.personas, db)
             except BaseException:
                 await db.close()
@@ -376,12 +385,49 @@ class Gateway:
             await self.close()
             raise
 
+    async def _join_cluster(self, db: Database) -> ClusterNode:
+        """Join as a cluster node, before anything leases or sends; one role per single-receiver
+        channel (a bot's Telegram poller) and the scheduler are taken in turn from here."""
+        from gateway.cluster.node import ClusterNode  # psycopg's listener: loaded only for a cluster
+
+        node = ClusterNode(
+            db,
+            self.settings.database,
+            max_attempts=self.settings.queue.max_attempts,
+            on_lost=self._lose_database,
+        )
+        await node.join()
+        return node
+
+    def _roles(self, c: Components) -> None:
+        assert self._cluster is not None
+        every = self._cluster.every
+        for name, connector in c.connectors.items():
+            if single_receiver(connector):
+                connector.receive_gate = RoleGate(c.db, f"channel:{name}", every)  # type: ignore[attr-defined]
+
+    async def _run_scheduler(self, c: Components) -> None:
+        """The scheduler; in a cluster, on one node at a time (it waits for the role)."""
+        if self._cluster is not None:
+            leader = asyncio.create_task(RoleGate(c.db, "scheduler", self._cluster.every).wait())
+            stopped = asyncio.create_task(self._stopped.wait())
+            await asyncio.wait({leader, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (leader, stopped):
+                task.cancel()
+            if self._stopped.is_set():
+                return
+        await c.scheduler.run(self._stopped)
+
     async def _start_parts(self, c: Components) -> None:
+        if self._cluster is not None:
+            self._roles(c)
         await c.outbox.recover()
         await c.pipeline.recover()  # before the queue: a turn must find its inbound files in place
         await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await c.queue.start()
-        self._scheduler_task = asyncio.create_task(c.scheduler.run(self._stopped), name="scheduler")
+        if self._cluster is not None:
+            self._cluster.start(c.queue, c.outbox)
+        self._scheduler_task = asyncio.create_task(self._run_scheduler(c), name="scheduler")
         if c.db.engine.name == "postgresql":
             self._node_watch = asyncio.create_task(
                 watch_node_lock(c.db, self._lose_database), name="node-lock"
@@ -435,11 +481,13 @@ class Gateway:
             await asyncio.gather(self._node_watch, return_exceptions=True)
         if self._scheduler_task:
             await asyncio.gather(self._scheduler_task, return_exceptions=True)
+        if self._cluster is not None:
+            await self._cluster.stop()
         if c is not None:
-            await self._close_parts(c)
+            await self._close_parts(c, self._cluster)
         self._lock.release()
 
-    async def _close_parts(self, c: Components) -> None:
+    async def _close_parts(self, c: Components, cluster: ClusterNode | None) -> None:
         await c.channels.stop()  # no channel starts again while the rest stops
         await c.queue.stop(self.settings.shutdown_grace)
         if c.turns.voice is not None:
@@ -458,6 +506,8 @@ class Gateway:
         for provider in c.providers.values():
             with contextlib.suppress(Exception):
                 await provider.aclose()
+        if cluster is not None and not self.lost_database:
+            await cluster.leave()
         await c.db.close()
 
 

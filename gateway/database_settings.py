@@ -95,6 +95,10 @@ class DatabaseSettings(StrictModel):
         """This node's id: ``node_id``, else the host name."""
         return self.node_id or _host_name()
 
+    def cluster_node(self) -> str | None:
+        """This node's id when it is one of a cluster's nodes, else None (the only node)."""
+        return self.node_name() if self.cluster else None
+
     @property
     def password(self) -> str | None:
         """The URL's password, for log redaction."""

@@ -186,7 +186,7 @@ class HostTools:
 
     async def start(self) -> None:
         """Close sessions a crash left open, then listen on the bridge socket."""
-        await self.db.run_transaction(end_sessions, time.time())
+        await self.db.run_transaction(end_sessions, time.time(), self.settings.database.cluster_node())
         await self.server.start()
 
     async def stop(self) -> None:

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from opentelemetry.trace import SpanKind
 
@@ -28,6 +28,9 @@ from gateway.store.db import Database
 from gateway.store.outbox import (
     OutboxRow,
     ThreadAddress,
+    claim_next,
+    claimed_threads,
+    drop_claims,
     enqueue_chunks,
     enqueue_files,
     finish_row,
@@ -35,9 +38,11 @@ from gateway.store.outbox import (
     mark_sending,
     next_pending,
     open_file_paths,
+    release_thread,
     retry_row,
     settle_interrupted,
     threads_with_pending,
+    unclaimed_pending_threads,
 )
 from gateway.store.span_contexts import outbox_parent
 
@@ -53,9 +58,19 @@ Delivered = Callable[[int, int, str], None]
 """Called after a row is sent: (outbox id, thread id, status)."""
 
 
+class _ClaimLost(Exception):
+    """A cluster node found another node holding the claim of the thread it was sending."""
+
+
 class Outbox:
     """One sender per channel; within a channel, threads are served concurrently and each
-    thread's rows strictly in order."""
+    thread's rows strictly in order.
+
+    On a cluster ``node``, a thread's rows are sent only while the node holds the thread's
+    claim (renewed by the node's heartbeat, so it lasts ``claim_seconds`` past the node's
+    last sign of life): one node at a time sends them, in order, and the claim is let go once
+    nothing is left to send.
+    """
 
     def __init__(
         self,
@@ -65,8 +80,12 @@ class Outbox:
         *,
         on_delivered: Delivered = lambda row_id, thread_id, status: None,
         spool: FileSpool | None = None,
+        node: str | None = None,
+        claim_seconds: float = 15.0,
     ):
         self.db = db
+        self.node = node
+        self.claim_seconds = claim_seconds
         self.spool = spool or FileSpool.beside(db.path)
         self.connectors = connectors
         self.settings = settings
@@ -76,8 +95,35 @@ class Outbox:
         self._closing = False
 
     async def recover(self) -> None:
-        """Settle rows a crash left in ``sending``; then start delivering what is pending."""
-        for row in await self.db.read(interrupted_rows):
+        """Settle rows a crash left in ``sending`` (on a cluster node, those of the threads its
+        previous run held); then start delivering what is pending."""
+        if self.node is not None:
+            await self.take_over(await self.db.read(claimed_threads, [self.node]))
+            await self.spool.sweep(await self.db.read(open_file_paths))
+            return
+        await self._settle_interrupted(None)
+        # Copies of rows that just became ``unknown``, or of posts whose commit a crash
+        # prevented, are no longer needed.
+        await self.spool.sweep(await self.db.read(open_file_paths))
+        for thread_id in await self.db.read(threads_with_pending):
+            self.notify(thread_id)
+
+    async def take_over(self, thread_ids: Sequence[int]) -> None:
+        """The threads a lost node was sending: its rows in flight are settled as after a
+        crash, its claims dropped, and what is pending is sent from here."""
+        if thread_ids:
+            await self._settle_interrupted(thread_ids)
+            await self.db.run_transaction(drop_claims, thread_ids)
+        for thread_id in thread_ids:
+            self.notify(thread_id)
+
+    async def sweep(self) -> None:
+        """A cluster node starts the threads with rows to send that no node has claimed."""
+        for thread_id in await self.db.read(unclaimed_pending_threads):
+            self.notify(thread_id)
+
+    async def _settle_interrupted(self, thread_ids: Sequence[int] | None) -> None:
+        for row in await self.db.read(interrupted_rows, thread_ids):
             connector = self.connectors.get(row.channel)
             idempotent = connector is not None and connector.idempotent_send
             await self.db.run_transaction(
@@ -85,11 +131,6 @@ class Outbox:
             )
             if not idempotent:
                 log.warning("outbox row %s may or may not have been delivered before a crash", row.id)
-        # Copies of rows that just became ``unknown``, or of posts whose commit a crash
-        # prevented, are no longer needed.
-        await self.spool.sweep(await self.db.read(open_file_paths))
-        for thread_id in await self.db.read(threads_with_pending):
-            self.notify(thread_id)
 
     def notify(self, thread_id: int, next_row: OutboxRow | None = None) -> None:
         """Rows were committed for ``thread_id``: make sure its sender runs.
@@ -107,19 +148,41 @@ class Outbox:
 
     async def _drain(self, thread_id: int, row: OutboxRow | None) -> None:
         try:
-            if row is None:
+            if self.node is not None:
+                row = await self._claim(thread_id)
+            elif row is None:
                 row = await self.db.read(next_pending, thread_id)
             while row is not None and not self._closing:
                 wait = row.available_at - time.time()
                 if wait > 0:
                     self._wake_later(thread_id, wait)
-                    return
+                    return  # a cluster node keeps the claim: the rows behind this one wait too
                 row = await self._send_traced(row) if otel.enabled() else await self._send(row)
+                if row is None and self.node is not None and thread_id not in self._timers:
+                    # Let go of the thread, unless rows came meanwhile (then send them too).
+                    row = await self.db.run_transaction(release_thread, thread_id, self.node)
+        except _ClaimLost as lost:
+            log.warning("outbox row %s is another node's to send now; leaving the thread to it", lost.args[0])
         except Exception:
             log.exception("outbox sender for thread %s failed; will retry", thread_id)
             self._wake_later(thread_id, 1.0)
         finally:
             self._threads.pop(thread_id, None)
+
+    async def _claim(self, thread_id: int) -> OutboxRow | None:
+        assert self.node is not None
+        now = time.time()
+        return await self.db.run_transaction(claim_next, thread_id, self.node, now + self.claim_seconds, now)
+
+    async def _mark_sending(self, row: OutboxRow) -> None:
+        """Record that ``row`` is in flight, before the platform call: after a crash it is
+        never resent blindly.
+
+        Raises:
+            _ClaimLost: a cluster node no longer holds the thread's claim.
+        """
+        if not await self.db.run_transaction(mark_sending, row.id, self.node):
+            raise _ClaimLost(row.id)
 
     def _wake_later(self, thread_id: int, delay: float) -> None:
         old = self._timers.pop(thread_id, None)
@@ -173,12 +236,13 @@ class Outbox:
         if row.edit_of is not None:
             try:
                 replaced = await self._replace(row, connector)
+            except _ClaimLost:
+                raise
             except Exception as exc:
                 return await self._connector_raised(row, exc)
             return await self._settle(row, replaced, started)
         if not connector.idempotent_send:
-            # Committed before the platform call: after a crash this row is never resent blindly.
-            await self.db.run_transaction(mark_sending, row.id)
+            await self._mark_sending(row)
         try:
             file = row.file
             if file is not None:
@@ -210,7 +274,7 @@ class Outbox:
                 return SendResult.sent(row.edit_of) if result.ok else result
             log.info("preview %s cannot be edited (%s); sending the reply fresh", row.edit_of, result.error)
         if not connector.idempotent_send:
-            await self.db.run_transaction(mark_sending, row.id)
+            await self._mark_sending(row)
         result = await connector.send(OutboundChunk(row.id, row.key, chunk, row.reply_to))
         if result.ok and editor is not None:
             await editor.delete(row.key, row.edit_of)

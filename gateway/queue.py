@@ -32,9 +32,10 @@ from gateway.config import QueueSettings
 from gateway.errors import TransientError
 from gateway.metrics import TURN_SECONDS, TURNS
 from gateway.runtime.model import ProviderError
-from gateway.store.db import Database
+from gateway.store.db import Database, WriteConflictError
 from gateway.store.queue import (
     Batch,
+    LeaseLostError,
     complete_items,
     end_items,
     keep_run,
@@ -42,6 +43,7 @@ from gateway.store.queue import (
     pending_threads,
     recover_leases,
     release_items,
+    unleased_pending_threads,
 )
 from gateway.store.queue import dead_letters as _dead_letters
 from gateway.store.runs import interrupt_running
@@ -96,10 +98,23 @@ OnRetry = Callable[[Batch, str, float], Awaitable[None]]
 
 
 class TurnQueue:
+    """The turns of every thread, ``settings.workers`` at a time.
+
+    On a cluster ``node`` the lease of a thread's items is the node's, and a thread another
+    node's turn holds is left to that node, which looks for more work when its turn ends.
+    """
+
     def __init__(
-        self, db: Database, settings: QueueSettings, handler: TurnHandler, *, on_retry: OnRetry | None = None
+        self,
+        db: Database,
+        settings: QueueSettings,
+        handler: TurnHandler,
+        *,
+        on_retry: OnRetry | None = None,
+        node: str | None = None,
     ):
         self.db = db
+        self.node = node
         self.settings = settings
         self.handler = handler
         self._on_retry = on_retry
@@ -126,8 +141,8 @@ class TurnQueue:
         now = time.time()
 
         def recover(conn: sqlite3.Connection) -> int:
-            released = recover_leases(conn, self.settings.max_attempts, now)
-            interrupt_running(conn, now)
+            released = recover_leases(conn, self.settings.max_attempts, now, self.node)
+            interrupt_running(conn, now, self.node)
             return released
 
         released = await self.db.run_transaction(recover)
@@ -135,8 +150,15 @@ class TurnQueue:
             log.warning("released %d queue items interrupted by a previous stop", released)
         await self._schedule_pending()
 
-    async def _schedule_pending(self) -> None:
-        pending = await self.db.read(pending_threads)
+    async def sweep(self) -> None:
+        """A cluster node starts the threads with due work that no turn holds (a lost node's
+        work, or a notification that did not arrive)."""
+        await self._schedule_pending(unleased_pending_threads)
+
+    async def _schedule_pending(
+        self, which: Callable[[sqlite3.Connection], list[tuple[int, float]]] = pending_threads
+    ) -> None:
+        pending = await self.db.read(which)
         now = time.time()
         for thread_id, due in pending:
             if thread_id in self._running or thread_id in self._timers:
@@ -248,8 +270,10 @@ class TurnQueue:
                     return
                 batch, begun = leased
                 await self._run(batch, begun)
-                if thread_id not in self._ready and not batch.more:
-                    return  # nothing was queued for this thread while it ran
+                if thread_id not in self._ready and not batch.more and self.node is None:
+                    # Nothing was queued for this thread while it ran. (A cluster node looks
+                    # anyway: another node's intake may have queued work it could not start.)
+                    return
         except Exception:
             # A failed lease rolled back, so the thread's items are still pending: without
             # a retry they would wait for the thread's next message or the next start.
@@ -264,7 +288,7 @@ class TurnQueue:
 
     async def _lease(self, thread_id: int) -> tuple[Batch, Any] | float | None:
         def lease(conn: sqlite3.Connection) -> tuple[Batch, Any] | float | None:
-            batch = lease_batch(conn, thread_id, self.settings.lease_seconds, time.time())
+            batch = lease_batch(conn, thread_id, self.settings.lease_seconds, time.time(), self.node)
             return (batch, self.handler.begin(conn, batch)) if isinstance(batch, Batch) else batch
 
         return await self.db.run_transaction(lease)
@@ -302,20 +326,26 @@ class TurnQueue:
                 current.uncancel()  # /stop ends this turn only; the worker carries on
             await self._stopped(batch)
             return
-        except ProviderError as exc:
-            await self._failed(batch, exc, str(exc), transient=exc.transient, retry_after=exc.retry_after)
-            return
-        except TimeoutError as exc:
-            await self._failed(batch, exc, "turn timed out", transient=True)
-            return
-        except TransientError as exc:  # a ReplyNotSavedError was logged with its cause
-            await self._failed(batch, exc, str(exc), transient=True)
-            return
         except Exception as exc:
-            if _database_busy(exc):
-                await self._failed(batch, exc, f"database busy: {exc}", transient=True)
-            else:
-                await self._bug(batch, exc, bug_before)
+            if not _lease_lost(exc):
+                await self._turn_failed(batch, exc, bug_before)
+                return
+            log.warning(
+                "turn on thread %s dropped: another node took its lease back while it ran", batch.thread_id
+            )
+
+    async def _turn_failed(self, batch: Batch, exc: Exception, bug_before: str | None) -> None:
+        """Retry or dead-letter the batch, by what ``exc`` says of the turn."""
+        if isinstance(exc, ProviderError):
+            await self._failed(batch, exc, str(exc), transient=exc.transient, retry_after=exc.retry_after)
+        elif isinstance(exc, TimeoutError):
+            await self._failed(batch, exc, "turn timed out", transient=True)
+        elif isinstance(exc, TransientError):  # a ReplyNotSavedError was logged with its cause
+            await self._failed(batch, exc, str(exc), transient=True)
+        elif _database_busy(exc):
+            await self._failed(batch, exc, f"database busy: {exc}", transient=True)
+        else:
+            await self._bug(batch, exc, bug_before)
 
     async def _stopped(self, batch: Batch) -> None:
         TURNS.labels(self._persona_labels.get(batch.thread_id, ""), "canceled").inc()
@@ -369,11 +399,11 @@ class TurnQueue:
     async def _release(self, batch: Batch, *, delay: float = 0.0, error: str | None = None) -> None:
         now = time.time()
         await self.db.run_transaction(
-            release_items, batch.ids, available_at=now + delay, error=error, now=now
+            release_items, batch.ids, available_at=now + delay, error=error, now=now, node=batch.node
         )
 
     async def _end(self, batch: Batch, status: str, error: str) -> None:
-        await self.db.run_transaction(end_items, batch.ids, status, error, time.time())
+        await self.db.run_transaction(end_items, batch.ids, status, error, time.time(), batch.node)
 
 
 def _persona_of(begun: Any) -> str:
@@ -395,8 +425,21 @@ def _retry_policy(batch: Batch, settings: QueueSettings) -> tuple[int, Backoff]:
         return settings.max_attempts, settings.backoff
 
 
+def _lease_lost(exc: BaseException) -> bool:
+    """``exc`` is (or was caused by) a cluster lease another node took back."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, LeaseLostError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
 def _database_busy(exc: Exception) -> bool:
-    """SQLite gave up waiting for a lock another connection or process held."""
+    """SQLite gave up waiting for a lock another connection or process held, or another
+    node's transactions kept conflicting with this one's."""
+    if isinstance(exc, WriteConflictError):
+        return True
     code = getattr(exc, "sqlite_errorcode", None)
     return (
         isinstance(exc, sqlite3.OperationalError)

@@ -25,6 +25,7 @@ from connectors.base import (
     IntakeHandler,
     OutboundChunk,
     OutboundFile,
+    ReceiveGate,
     RenderedChunk,
     SendResult,
     ThreadKey,
@@ -85,6 +86,8 @@ class TelegramConnector:
         self._intake: IntakeHandler | None = None
         self._reader: UpdateReader | None = None
         self._poller: Poller | None = None
+        self._waiting_to_poll: asyncio.Task[None] | None = None
+        self.receive_gate: ReceiveGate | None = None  # set by a cluster node (connectors/base.py)
         self._webhook: WebhookServer | None = None
         self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
         self.message_editor = TelegramEditor(lambda: self._bot)  # streamed replies (connectors/streaming.py)
@@ -94,6 +97,11 @@ class TelegramConnector:
             max_seconds=self._tuning.typing_max,
             delay=self._tuning.typing_delay,
         )
+
+    @property
+    def single_receiver(self) -> bool:
+        """Long polling has room for one ``getUpdates`` caller per bot; a webhook for every node."""
+        return not self._settings.webhook_url
 
     @property
     def bot_username(self) -> str | None:
@@ -172,7 +180,7 @@ class TelegramConnector:
             log.warning(
                 "%s: could not remove a webhook before polling: %s", self.name, redact(str(exc), bot.token)
             )
-        self._poller = Poller(
+        poller = Poller(
             name=self.name,
             make_bot=lambda: make_bot(self._settings, self._tuning, tls),
             handle=self._handle_update,
@@ -181,7 +189,18 @@ class TelegramConnector:
             watchdog_seconds=self._settings.watchdog_seconds,
             tuning=self._tuning,
         )
-        self._poller.start()
+        self._poller = poller
+        gate = self.receive_gate
+        if gate is None:
+            poller.start()
+            return
+
+        async def poll_when_ours() -> None:
+            # Sending works meanwhile: only receiving waits for this node's turn.
+            await gate.wait()
+            poller.start()
+
+        self._waiting_to_poll = asyncio.create_task(poll_when_ours(), name=f"{self.name}-wait-to-poll")
 
     async def _start_webhook(self, bot: TelegramBot, url: str, secret: str) -> None:
         settings = self._settings
@@ -269,6 +288,10 @@ class TelegramConnector:
     async def stop(self) -> None:
         """Stop receiving, end typing indicators and close HTTP sessions. Idempotent."""
         await self._typing.stop_all()
+        waiting, self._waiting_to_poll = self._waiting_to_poll, None
+        if waiting is not None:
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
         poller, self._poller = self._poller, None
         if poller is not None:
             await poller.stop()

@@ -7,8 +7,8 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 
+from gateway import talon_version
 from gateway.cli import (
     chat,
     completion,
@@ -46,19 +46,12 @@ _GROUPS = (
 )
 
 
-def _version() -> str:
-    try:
-        return version("talon-gateway")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="talon",
         description="Talon: connect team chat (Telegram, Slack, Discord, web, console) to AI personas.",
     )
-    parser.add_argument("--version", action="version", version=f"talon {_version()}")
+    parser.add_argument("--version", action="version", version=f"talon {talon_version()}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     common = common_options()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

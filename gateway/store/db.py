@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from gateway.errors import RefusedError
+from gateway.errors import RefusedError, TransientError
 from gateway.metrics import WRITE_CONFLICTS
 from gateway.store.connection_thread import ConnectionThread
 
@@ -48,7 +48,7 @@ class SchemaTooNewError(RefusedError):
     """The database was written by a newer Talon; refusing protects it from damage."""
 
 
-class WriteConflictError(sqlite3.OperationalError):
+class WriteConflictError(sqlite3.OperationalError, TransientError):
     """A concurrent transaction of another node made this one impossible to commit as if the
     two had run one after the other (PostgreSQL's serialization failure or a deadlock): the
     whole transaction is run again, never one statement."""
@@ -278,6 +278,15 @@ class Database:
                     future.set_exception(outcome.error)
                 else:
                     future.set_result(outcome)
+
+    async def on_writer_session(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, *args, **kwargs)`` on the writer's connection between transactions:
+        for what belongs to the connection rather than to a transaction (PostgreSQL's advisory
+        locks, which last as long as the connection)."""
+        async with self._write_lock:
+            return await self._writer.call(lambda conn: fn(conn, *args, **kwargs))
 
     async def read(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs

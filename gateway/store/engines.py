@@ -18,11 +18,13 @@ async def open_store(
     migrate: bool = True,
     node: bool = False,
     standby_poll: float | None = None,
+    cluster: bool = False,
 ) -> Database:
     """The store at ``url`` (PostgreSQL) or, with none, ``talon.db`` in ``data_path``.
 
     ``node``: this is the daemon; on PostgreSQL it holds the database's node lock while open,
-    waiting for it with ``standby_poll`` (:func:`gateway.store.postgres.open_postgres`).
+    waiting for it with ``standby_poll``, or sharing it as a ``cluster`` node
+    (:func:`gateway.store.postgres.open_postgres`).
 
     Raises:
         SchemaTooNewError: the database is from a newer Talon.
@@ -32,7 +34,9 @@ async def open_store(
     if url:
         from gateway.store.postgres import open_postgres  # psycopg is loaded only when used
 
-        return await open_postgres(url, data_path, migrate=migrate, node=node, standby_poll=standby_poll)
+        return await open_postgres(
+            url, data_path, migrate=migrate, node=node, standby_poll=standby_poll, cluster=cluster
+        )
     return await open_database(data_path / DB_FILE, migrate=migrate)
 
 

@@ -23,7 +23,11 @@ __all__ = [
     "OutboxFile",
     "OutboxRow",
     "ThreadAddress",
+    "claim_next",
+    "claim_thread",
+    "claimed_threads",
     "count_by_status",
+    "drop_claims",
     "enqueue_chunks",
     "enqueue_drop",
     "enqueue_files",
@@ -32,9 +36,11 @@ __all__ = [
     "mark_sending",
     "next_pending",
     "open_file_paths",
+    "release_thread",
     "retry_row",
     "settle_interrupted",
     "threads_with_pending",
+    "unclaimed_pending_threads",
 ]
 
 
@@ -248,9 +254,21 @@ def next_pending(conn: sqlite3.Connection, thread_id: int) -> OutboxRow | None:
     return None if row is None else OutboxRow(*row)
 
 
-def mark_sending(conn: sqlite3.Connection, row_id: int) -> None:
-    """The row's platform call is about to start: after a crash it is not resent blindly."""
-    conn.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row_id,))
+def mark_sending(conn: sqlite3.Connection, row_id: int, node: str | None = None) -> bool:
+    """The row's platform call is about to start: after a crash it is not resent blindly.
+
+    In a cluster, only while ``node`` holds the thread's claim: False when it no longer does
+    (it was silent so long that another node took the thread over), and the row is left alone.
+    """
+    if node is None:
+        conn.execute("UPDATE outbox SET status = 'sending' WHERE id = ?", (row_id,))
+        return True
+    cursor = conn.execute(
+        "UPDATE outbox SET status = 'sending' WHERE id = ? AND status = 'pending' AND EXISTS "
+        "(SELECT 1 FROM outbox_claims c WHERE c.thread_id = outbox.thread_id AND c.node_id = ?)",
+        (row_id, node),
+    )
+    return cursor.rowcount == 1
 
 
 def retry_row(conn: sqlite3.Connection, row_id: int, *, available_at: float, error: str | None) -> None:
@@ -278,9 +296,18 @@ def finish_row(
     )
 
 
-def interrupted_rows(conn: sqlite3.Connection) -> list[OutboxRow]:
-    """Rows a stop left in ``sending``."""
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM outbox WHERE status = 'sending' ORDER BY id").fetchall()
+def interrupted_rows(conn: sqlite3.Connection, thread_ids: Sequence[int] | None = None) -> list[OutboxRow]:
+    """Rows a stop left in ``sending`` (of ``thread_ids`` only, when given)."""
+    if thread_ids is None:
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM outbox WHERE status = 'sending' ORDER BY id").fetchall()
+    elif not thread_ids:
+        rows = []
+    else:
+        marks = ",".join("?" * len(thread_ids))
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM outbox WHERE status = 'sending' AND thread_id IN ({marks}) ORDER BY id",
+            tuple(thread_ids),
+        ).fetchall()
     return [OutboxRow(*row) for row in rows]
 
 
@@ -290,6 +317,65 @@ def settle_interrupted(conn: sqlite3.Connection, row_id: int, *, resend: bool, e
         "UPDATE outbox SET status = ?, error = ? WHERE id = ?",
         ("pending" if resend else "unknown", None if resend else error, row_id),
     )
+
+
+def claim_thread(conn: sqlite3.Connection, thread_id: int, node: str, until: float, now: float) -> bool:
+    """``node`` takes (or keeps) the right to send the thread's rows, until ``until``; False
+    when another node holds it. Only the holder sends, so a thread's rows go out in order."""
+    row = conn.execute(
+        "INSERT INTO outbox_claims (thread_id, node_id, expires_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (thread_id) DO UPDATE SET node_id = excluded.node_id, expires_at = excluded.expires_at "
+        "WHERE outbox_claims.node_id = excluded.node_id OR outbox_claims.expires_at < ? RETURNING node_id",
+        (thread_id, node, until, now),
+    ).fetchone()
+    return row is not None
+
+
+def claim_next(
+    conn: sqlite3.Connection, thread_id: int, node: str, until: float, now: float
+) -> OutboxRow | None:
+    """The thread's next row for ``node`` to send, with the thread's claim taken; None when
+    another node holds the claim or nothing is pending (then no claim is kept)."""
+    if not claim_thread(conn, thread_id, node, until, now):
+        return None
+    return release_thread(conn, thread_id, node)
+
+
+def unclaimed_pending_threads(conn: sqlite3.Connection) -> list[int]:
+    """Threads with rows to send that no node has claimed: what a cluster node's sweep starts."""
+    rows = conn.execute(
+        "SELECT DISTINCT thread_id FROM outbox o WHERE status = 'pending' AND NOT EXISTS "
+        "(SELECT 1 FROM outbox_claims c WHERE c.thread_id = o.thread_id) ORDER BY thread_id"
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def release_thread(conn: sqlite3.Connection, thread_id: int, node: str) -> OutboxRow | None:
+    """``node`` lets go of the thread when it has nothing left to send; returns the thread's
+    next pending row instead (the claim kept) when rows came meanwhile, so none is left
+    without a sender."""
+    following = next_pending(conn, thread_id)
+    if following is None:
+        conn.execute("DELETE FROM outbox_claims WHERE thread_id = ? AND node_id = ?", (thread_id, node))
+    return following
+
+
+def claimed_threads(conn: sqlite3.Connection, nodes: Sequence[str]) -> list[int]:
+    """The threads whose rows ``nodes`` hold the right to send."""
+    if not nodes:
+        return []
+    marks = ",".join("?" * len(nodes))
+    rows = conn.execute(
+        f"SELECT thread_id FROM outbox_claims WHERE node_id IN ({marks}) ORDER BY thread_id", tuple(nodes)
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def drop_claims(conn: sqlite3.Connection, thread_ids: Sequence[int]) -> None:
+    """The claims on ``thread_ids`` end (their node is gone and its rows were settled)."""
+    if thread_ids:
+        marks = ",".join("?" * len(thread_ids))
+        conn.execute(f"DELETE FROM outbox_claims WHERE thread_id IN ({marks})", tuple(thread_ids))
 
 
 def threads_with_pending(conn: sqlite3.Connection) -> list[int]:

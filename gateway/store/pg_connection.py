@@ -28,7 +28,7 @@ from psycopg.rows import RowMaker
 
 from gateway.store.db import WriteConflictError
 
-__all__ = ["PgConnection", "PgRow", "connect", "translate"]
+__all__ = ["KEEPALIVES", "PgConnection", "PgRow", "connect", "translate"]
 
 
 class PgRow(tuple[Any, ...]):
@@ -176,7 +176,7 @@ class PgConnection:
 
 # TCP keepalives unless the URL sets its own: a server host that vanishes is noticed in about
 # 11 s instead of the kernel's two hours, so a node stops instead of hanging on a dead socket.
-_KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3"}
+KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3"}
 
 
 def connect(url: str, *, application_name: str) -> PgConnection:
@@ -186,7 +186,7 @@ def connect(url: str, *, application_name: str) -> PgConnection:
         sqlite3.OperationalError: the server cannot be reached or refused the login.
     """
     try:
-        params = {**_KEEPALIVES, **conninfo_to_dict(url), "application_name": application_name}
+        params = {**KEEPALIVES, **conninfo_to_dict(url), "application_name": application_name}
         conn = psycopg.connect(**params, autocommit=True, row_factory=_row_factory)
     except psycopg.Error as exc:
         raise _as_sqlite_error(exc) from exc

@@ -113,15 +113,30 @@ def _try_node_lock(conn: PgConnection) -> bool:
     return bool(row and row[0])
 
 
-async def _hold_node_lock(writer: ConnectionThread, standby_poll: float | None) -> None:
-    """Take the node lock; as a standby (``standby_poll`` set), wait for it."""
+def _try_cluster_lock(conn: PgConnection) -> bool:
+    # Shared: the nodes of a cluster hold it together, and a single node's exclusive hold
+    # keeps them out (and them it).
+    row = conn.execute("SELECT pg_try_advisory_lock_shared(?)", (_NODE_LOCK,)).fetchone()
+    return bool(row and row[0])
+
+
+async def _hold_node_lock(writer: ConnectionThread, standby_poll: float | None, cluster: bool) -> None:
+    """Take the node lock (shared, for a cluster node); as a standby (``standby_poll`` set),
+    wait for it."""
+    if cluster:
+        if await writer.call(_try_cluster_lock):
+            return
+        raise NodeLockedError(
+            "a single-node Talon daemon (database.cluster: false) is running on this database; stop it, "
+            "or set database.cluster: true in its talon.yaml too, so that the nodes share the work"
+        )
     if await writer.call(_try_node_lock):
         return
     if standby_poll is None:
         raise NodeLockedError(
-            "another Talon daemon is running on this database; one active node per database "
-            "(docs/scaling.md): stop the other one, give this one its own database, or make it a "
-            "standby (database.standby: true)"
+            "another Talon daemon is running on this database; one active node per database unless "
+            "they run as a cluster (docs/scaling.md): stop the other one, give this one its own database, "
+            "make it a standby (database.standby: true), or set database.cluster: true on every node"
         )
     log.info("standby: another Talon daemon holds the database; this one takes over when it stops")
     started = time.monotonic()
@@ -137,14 +152,21 @@ class NodeLockedError(RefusedError):
 
 
 async def open_postgres(
-    url: str, data_path: Path, *, migrate: bool = True, node: bool = False, standby_poll: float | None = None
+    url: str,
+    data_path: Path,
+    *,
+    migrate: bool = True,
+    node: bool = False,
+    standby_poll: float | None = None,
+    cluster: bool = False,
 ) -> Database:
     """Connect to ``url`` and bring the schema up to date.
 
     ``data_path`` is this node's data directory (it must exist): staged files and the outbox
     spool live there, beside where the SQLite file would be. ``node``: this is the daemon, which
     holds the node lock on its writer connection until it closes; with ``standby_poll`` it waits
-    for the lock, checking that often, instead of refusing.
+    for the lock, checking that often, instead of refusing; with ``cluster`` it shares the lock
+    with the cluster's other nodes.
 
     Raises:
         SchemaTooNewError: the database is from a newer Talon.
@@ -160,7 +182,7 @@ async def open_postgres(
                 )
             )
         if node:
-            await _hold_node_lock(opened[0], standby_poll)
+            await _hold_node_lock(opened[0], standby_poll, cluster)
         await opened[0].call(apply_migrations if migrate else _check_version)
     except BaseException:
         for worker in reversed(opened):

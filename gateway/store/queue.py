@@ -17,9 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.errors import RefusedError
+
 __all__ = [
     "Batch",
     "DeadLetter",
+    "LeaseLostError",
     "QueueItem",
     "cancel_pending",
     "complete_items",
@@ -38,6 +41,8 @@ __all__ = [
     "release_items",
     "retry_dead_letter",
     "take_deferred_along",
+    "thread_leased",
+    "unleased_pending_threads",
     "waiting_message",
 ]
 
@@ -52,13 +57,20 @@ class QueueItem:
     run_id: int | None = None  # while pending: the run that kept its answer (see keep_run)
 
 
+class LeaseLostError(sqlite3.DatabaseError, RefusedError):
+    """A cluster node's lease is no longer its own: it was silent so long that another node
+    took the items back. Whatever the turn meant to commit with it is rolled back."""
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """What one turn works on. ``more``: other items of the thread were pending behind it."""
+    """What one turn works on. ``more``: other items of the thread were pending behind it;
+    ``node``: the cluster node holding the lease (None on one node)."""
 
     thread_id: int
     items: tuple[QueueItem, ...]
     more: bool = False
+    node: str | None = None
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -138,13 +150,17 @@ def take_deferred_along(conn: sqlite3.Connection, thread_id: int, now: float) ->
 
 
 def lease_batch(
-    conn: sqlite3.Connection, thread_id: int, lease_seconds: float, now: float
+    conn: sqlite3.Connection, thread_id: int, lease_seconds: float, now: float, node: str | None = None
 ) -> Batch | float | None:
-    """Lease the thread's next batch until ``now + lease_seconds``.
+    """Lease the thread's next batch until ``now + lease_seconds``, held by ``node`` (in a
+    cluster; None on one node).
 
     Returns the batch; or, when only items not yet due wait, the time the first is due; or
-    None when nothing is pending.
+    None when nothing is pending, or when a turn of the thread holds a lease (one turn at a
+    time per thread, whichever node runs it; that worker looks again when its turn ends).
     """
+    if node is not None and thread_leased(conn, thread_id):
+        return None
     rows = conn.execute(
         "SELECT id, kind, message_id, payload, attempts, available_at, run_id FROM queue_items "
         "WHERE thread_id = ? AND status = 'pending' ORDER BY id",
@@ -164,8 +180,8 @@ def lease_batch(
             take.append(row)
     conn.execute(
         f"UPDATE queue_items SET status = 'leased', attempts = attempts + 1, lease_expires_at = ?, "
-        f"updated_at = ? WHERE id IN ({_marks(take)})",
-        (now + lease_seconds, now, *(r["id"] for r in take)),
+        f"lease_node = ?, updated_at = ? WHERE id IN ({_marks(take)})",
+        (now + lease_seconds, node, now, *(r["id"] for r in take)),
     )
     items = tuple(
         QueueItem(
@@ -178,44 +194,66 @@ def lease_batch(
         )
         for r in take
     )
-    return Batch(thread_id, items, more=len(rows) > len(take))
+    return Batch(thread_id, items, more=len(rows) > len(take), node=node)
 
 
-def complete_items(conn: sqlite3.Connection, ids: Sequence[int], run_id: int | None, now: float) -> None:
-    """Leased items are done, by ``run_id``."""
-    conn.execute(
-        f"UPDATE queue_items SET status = 'done', run_id = ?, updated_at = ? WHERE id IN ({_marks(ids)}) "
-        "AND status = 'leased'",
-        (run_id, now, *ids),
+def _held(ids: Sequence[int], node: str | None) -> tuple[str, tuple[Any, ...]]:
+    """The condition (and its values) for the leased items among ``ids`` that ``node`` holds."""
+    if node is None:
+        return f"id IN ({_marks(ids)}) AND status = 'leased'", tuple(ids)
+    return f"id IN ({_marks(ids)}) AND status = 'leased' AND lease_node = ?", (*ids, node)
+
+
+def complete_items(
+    conn: sqlite3.Connection, ids: Sequence[int], run_id: int | None, now: float, node: str | None = None
+) -> None:
+    """Leased items are done, by ``run_id``.
+
+    Raises:
+        LeaseLostError: ``node`` no longer holds them all (the caller's transaction must not commit).
+    """
+    held, values = _held(ids, node)
+    cursor = conn.execute(
+        f"UPDATE queue_items SET status = 'done', run_id = ?, updated_at = ? WHERE {held}",
+        (run_id, now, *values),
     )
+    if node is not None and cursor.rowcount != len(ids):
+        raise LeaseLostError(f"node {node} no longer holds the lease of queue items {list(ids)}")
 
 
-def keep_run(conn: sqlite3.Connection, ids: Sequence[int], run_id: int) -> None:
+def keep_run(conn: sqlite3.Connection, ids: Sequence[int], run_id: int, node: str | None = None) -> None:
     """Point leased items at the run that kept their answer: their next lease takes exactly
     these items again."""
-    conn.execute(
-        f"UPDATE queue_items SET run_id = ? WHERE id IN ({_marks(ids)}) AND status = 'leased'",
-        (run_id, *ids),
-    )
+    held, values = _held(ids, node)
+    conn.execute(f"UPDATE queue_items SET run_id = ? WHERE {held}", (run_id, *values))
 
 
 def release_items(
-    conn: sqlite3.Connection, ids: Sequence[int], *, available_at: float, error: str | None, now: float
+    conn: sqlite3.Connection,
+    ids: Sequence[int],
+    *,
+    available_at: float,
+    error: str | None,
+    now: float,
+    node: str | None = None,
 ) -> None:
     """Leased items are pending again, due at ``available_at``; ``error`` (when given) is why."""
+    held, values = _held(ids, node)
     conn.execute(
-        f"UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, available_at = ?, "
-        f"last_error = COALESCE(?, last_error), updated_at = ? WHERE id IN ({_marks(ids)}) AND status = 'leased'",
-        (available_at, error, now, *ids),
+        "UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, lease_node = NULL, available_at = ?, "
+        f"last_error = COALESCE(?, last_error), updated_at = ? WHERE {held}",
+        (available_at, error, now, *values),
     )
 
 
-def end_items(conn: sqlite3.Connection, ids: Sequence[int], status: str, error: str, now: float) -> None:
+def end_items(
+    conn: sqlite3.Connection, ids: Sequence[int], status: str, error: str, now: float, node: str | None = None
+) -> None:
     """Leased items end without a reply: ``dead`` (dead-lettered) or ``canceled``."""
+    held, values = _held(ids, node)
     conn.execute(
-        f"UPDATE queue_items SET status = ?, last_error = ?, updated_at = ? WHERE id IN ({_marks(ids)}) "
-        "AND status = 'leased'",
-        (status, error, now, *ids),
+        f"UPDATE queue_items SET status = ?, last_error = ?, updated_at = ? WHERE {held}",
+        (status, error, now, *values),
     )
 
 
@@ -228,18 +266,29 @@ def cancel_pending(conn: sqlite3.Connection, thread_id: int, now: float) -> int:
     return cursor.rowcount
 
 
-def recover_leases(conn: sqlite3.Connection, max_attempts: int, now: float) -> int:
+def thread_leased(conn: sqlite3.Connection, thread_id: int) -> bool:
+    """Whether a turn of the thread holds a lease (on any node)."""
+    row = conn.execute(
+        "SELECT 1 FROM queue_items WHERE thread_id = ? AND status = 'leased' LIMIT 1", (thread_id,)
+    ).fetchone()
+    return row is not None
+
+
+def recover_leases(conn: sqlite3.Connection, max_attempts: int, now: float, node: str | None = None) -> int:
     """At start: leases a stop left are dead-lettered when their attempts are used up and
-    released otherwise. Returns how many were released."""
+    released otherwise; in a cluster only ``node``'s own (its previous run's). Returns how
+    many were released."""
+    held = "" if node is None else " AND lease_node = ?"
+    mine = () if node is None else (node,)
     conn.execute(
         "UPDATE queue_items SET status = 'dead', last_error = 'interrupted too many times', "
-        "updated_at = ? WHERE status = 'leased' AND attempts >= ?",
-        (now, max_attempts),
+        f"updated_at = ? WHERE status = 'leased' AND attempts >= ?{held}",
+        (now, max_attempts, *mine),
     )
     released = conn.execute(
-        "UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, updated_at = ? "
-        "WHERE status = 'leased'",
-        (now,),
+        "UPDATE queue_items SET status = 'pending', lease_expires_at = NULL, lease_node = NULL, "
+        f"updated_at = ? WHERE status = 'leased'{held}",
+        (now, *mine),
     )
     return released.rowcount
 
@@ -249,6 +298,17 @@ def pending_threads(conn: sqlite3.Connection) -> list[tuple[int, float]]:
     the thread with the oldest item first."""
     rows = conn.execute(
         "SELECT thread_id, MIN(available_at) FROM queue_items WHERE status = 'pending' "
+        "GROUP BY thread_id ORDER BY MIN(id)"
+    ).fetchall()
+    return [(row[0], row[1]) for row in rows]
+
+
+def unleased_pending_threads(conn: sqlite3.Connection) -> list[tuple[int, float]]:
+    """:func:`pending_threads` without the threads a turn holds a lease on (their worker
+    looks for more when its turn ends): what a cluster node's sweep may start."""
+    rows = conn.execute(
+        "SELECT thread_id, MIN(available_at) FROM queue_items q WHERE status = 'pending' AND NOT EXISTS "
+        "(SELECT 1 FROM queue_items l WHERE l.thread_id = q.thread_id AND l.status = 'leased') "
         "GROUP BY thread_id ORDER BY MIN(id)"
     ).fetchall()
     return [(row[0], row[1]) for row in rows]

@@ -152,15 +152,31 @@ def resume_kept(conn: sqlite3.Connection, run_id: int) -> KeptAnswer | None:
     )
 
 
-def interrupt_running(conn: sqlite3.Connection, now: float) -> int:
-    """Runs a stop left ``running`` become ``interrupted``; returns how many."""
-    cursor = conn.execute(
-        "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", (now,)
-    )
+def interrupt_running(conn: sqlite3.Connection, now: float, node: str | None = None) -> int:
+    """Runs a stop left ``running`` become ``interrupted`` (only ``node``'s, in a cluster);
+    returns how many."""
+    if node is None:
+        cursor = conn.execute(
+            "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", (now,)
+        )
+    else:
+        cursor = conn.execute(
+            "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running' AND node_id = ?",
+            (now, node),
+        )
     return cursor.rowcount
 
 
-def end_sessions(conn: sqlite3.Connection, now: float) -> int:
-    """Host-tools sessions a stop left open are ``ended``; returns how many."""
-    cursor = conn.execute("UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session'", (now,))
+def end_sessions(conn: sqlite3.Connection, now: float, node: str | None = None) -> int:
+    """Host-tools sessions a stop left open are ``ended`` (only ``node``'s, in a cluster);
+    returns how many."""
+    if node is None:
+        cursor = conn.execute(
+            "UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session'", (now,)
+        )
+    else:
+        cursor = conn.execute(
+            "UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session' AND node_id = ?",
+            (now, node),
+        )
     return cursor.rowcount

@@ -39,10 +39,11 @@ from gateway.runtime.providers.retry import RetryableError
 from gateway.scheduling.cron import ScheduleError
 from gateway.skills import SkillError
 from gateway.store.copy import CopyError
-from gateway.store.db import SchemaTooNewError
+from gateway.store.db import SchemaTooNewError, WriteConflictError
 from gateway.store.delegation import TaskLimitError
 from gateway.store.findings import FindingsFullError
 from gateway.store.postgres import NodeLockedError
+from gateway.store.queue import LeaseLostError
 from gateway.store.readonly import ReadOnlyQueryError
 from gateway.store.state import StateQuotaError
 from gateway.subagents.base import SubagentError, SubagentRefusedError, SubagentUnavailableError
@@ -92,6 +93,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     SubagentRefusedError: RefusedError,
     SubagentUnavailableError: RefusedError,
     TaskLimitError: RefusedError,
+    LeaseLostError: RefusedError,
     WorkspaceError: RefusedError,
     ToolError: RefusedError,
     BridgeUnavailableError: TransientError,
@@ -101,6 +103,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     RetryableError: TransientError,
     ServerUnavailableError: TransientError,
     ShuttingDownError: TransientError,
+    WriteConflictError: TransientError,
     ConnectorStartError: PlatformError,
     ProviderError: PlatformError,
 }
@@ -114,6 +117,7 @@ CONTROL_FLOW = {
     "connectors.slack.files._Skipped": "one attachment is left out of the event",
     "tools.workspace.egress_proxy._Refused": "the shell's egress proxy answers the connection with it",
     "connectors.web.routes._Refused": "a web chat route answers the request with its status and message",
+    "gateway.outbox._ClaimLost": "a cluster node's sender leaves a thread another node took over",
 }
 
 

@@ -16,6 +16,8 @@ CREATE TABLE nodes (
 ALTER TABLE queue_items ADD COLUMN lease_node TEXT;
 -- outbox_claims: the node sending a thread's rows, so a thread's rows go out in order from one
 -- node at a time; held until the thread has nothing left to send, renewed by the heartbeat.
+-- The node a run runs on (NULL on one node): a node's start or death ends only its own runs.
+ALTER TABLE runs ADD COLUMN node_id TEXT;
 CREATE TABLE outbox_claims (
     thread_id  INTEGER PRIMARY KEY,
     node_id    TEXT NOT NULL,

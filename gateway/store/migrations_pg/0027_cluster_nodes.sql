@@ -9,6 +9,9 @@ CREATE TABLE nodes (
     heartbeat_at DOUBLE PRECISION NOT NULL
 );
 ALTER TABLE queue_items ADD COLUMN lease_node TEXT;
+-- Filled from the node's connection setting (talon.node), so every statement that starts a run
+-- records its node without naming it; NULL on a single node, which sets none.
+ALTER TABLE runs ADD COLUMN node_id TEXT DEFAULT current_setting('talon.node', true);
 CREATE TABLE outbox_claims (
     thread_id  BIGINT PRIMARY KEY,
     node_id    TEXT NOT NULL,

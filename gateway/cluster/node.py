@@ -1,0 +1,151 @@
+"""This node's membership of the cluster: it joins, beats its heartbeat, takes back the work
+of lost nodes, hears of work committed elsewhere, and leaves.
+
+Every ``failover_seconds / 3`` the node renews its row, its queue leases and its outbox
+claims in one transaction, then reaps lost nodes (:func:`gateway.store.nodes.reap`) and sweeps
+for work nobody holds. A node that finds its own row gone was silent longer than
+``failover_seconds`` (its event loop stalled, its connection hung): other nodes have taken its
+work back, so it stops at once, as it does when its writer connection is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from gateway import talon_version
+from gateway.database_settings import DatabaseSettings
+from gateway.store.db import Database
+from gateway.store.nodes import backend_pid, beat, leave, lock_key, reap, register_node, try_lock
+from gateway.store.pg_listen import Listener
+from gateway.store.postgres import NodeLockedError
+
+__all__ = ["ClusterNode"]
+
+log = logging.getLogger("talon.cluster")
+
+QUEUE_CHANNEL = "talon_queue"  # notified by migration 0027's trigger, payload the thread id
+
+
+class _Queue(Protocol):
+    def notify(self, thread_id: int) -> None: ...
+    async def sweep(self) -> None: ...
+
+
+class _Outbox(Protocol):
+    async def take_over(self, thread_ids: tuple[int, ...]) -> None: ...
+    async def sweep(self) -> None: ...
+
+
+class ClusterNode:
+    """One node of a cluster (``database.cluster: true``).
+
+    Args:
+        db (:class:`gateway.store.db.Database`): The cluster's PostgreSQL database.
+        settings (:class:`gateway.database_settings.DatabaseSettings`): ``database:``.
+        max_attempts (:obj:`int`): ``queue.max_attempts``: a lost node's items that used them
+            up are dead-lettered, as after a crash.
+        on_lost (Callable[[], None]): Called once when this node finds its work taken back.
+    """
+
+    def __init__(
+        self, db: Database, settings: DatabaseSettings, *, max_attempts: int, on_lost: Callable[[], None]
+    ) -> None:
+        self.db = db
+        self.node_id = settings.node_name()
+        self.failover = settings.failover_seconds
+        self.every = max(1.0, self.failover / 3)
+        self._url = settings.url or ""
+        self._max_attempts = max_attempts
+        self._on_lost = on_lost
+        self._writer_pid: int | None = None
+        self._listener: Listener | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def join(self) -> None:
+        """Hold this node's lock and register it, before anything leases or sends.
+
+        Raises:
+            NodeLockedError: a running node already has this node id.
+        """
+        key = lock_key(f"node:{self.node_id}")
+        if not await self.db.on_writer_session(try_lock, key):
+            raise NodeLockedError(
+                f"a running node of this cluster already has the node id {self.node_id!r}; give each node "
+                "its own database.node_id (the default is the host name)"
+            )
+        self._writer_pid = await self.db.on_writer_session(backend_pid)
+        await self.db.run_transaction(
+            register_node,
+            self.node_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            version=talon_version(),
+            key=key,
+            now=time.time(),
+        )
+        log.info("joined the cluster as node %s", self.node_id)
+
+    def start(self, queue: _Queue, outbox: _Outbox) -> None:
+        """Beat, reap and sweep in the background; hand other nodes' new work to ``queue``."""
+
+        def heard(payload: str) -> None:
+            try:
+                queue.notify(int(payload))
+            except ValueError:
+                log.warning("ignoring a queue notification that is not a thread id: %.40r", payload)
+
+        self._listener = Listener(self._url, QUEUE_CHANNEL, heard, own_pid=lambda: self._writer_pid)
+        self._listener.start()
+        self._task = asyncio.create_task(self._beat_forever(queue, outbox), name="cluster-heartbeat")
+
+    async def _beat_forever(self, queue: _Queue, outbox: _Outbox) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            now = time.time()
+            try:
+                alive = await self.db.run_transaction(beat, self.node_id, now, now + self.failover)
+                if not alive:
+                    log.error(
+                        "this node was silent for more than failover_seconds (%g s) and the cluster took its "
+                        "work back; stopping",
+                        self.failover,
+                    )
+                    self._on_lost()
+                    return
+                reaped = await self.db.run_transaction(reap, self._max_attempts, now, self.failover)
+                if reaped:
+                    log.warning(
+                        "took over from lost node(s) %s: %d queue items pending again, %d dead-lettered, "
+                        "%d threads to send",
+                        ", ".join(reaped.nodes) or "-",
+                        reaped.released,
+                        reaped.dead_lettered,
+                        len(reaped.outbox_threads),
+                    )
+                    await outbox.take_over(reaped.outbox_threads)
+                await queue.sweep()
+                await outbox.sweep()
+            except sqlite3.Error as exc:  # a lost writer connection is the node watch's to act on
+                log.warning("cluster heartbeat failed: %s", exc)
+
+    async def stop(self) -> None:
+        """Stop beating and listening (the node's work stays held until :meth:`leave`)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._listener is not None:
+            await self._listener.stop()
+
+    async def leave(self) -> None:
+        """Leave in order: whatever this node still holds is taken back by the next node that looks."""
+        try:
+            await self.db.run_transaction(leave, self.node_id)
+        except sqlite3.Error as exc:
+            log.warning("could not leave the cluster in order (%s); the other nodes will notice", exc)
