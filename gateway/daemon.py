@@ -29,7 +29,6 @@ from connectors.console import ConsoleConnector
 from gateway import otel
 from gateway.channel_supervisor import ChannelSupervisor
 from gateway.children.service import Children
-from gateway.cluster.roles import RoleGate
 from gateway.commands import ChatCommands
 from gateway.config import ChannelSettings, ConfigError, Settings
 from gateway.control import SOCKET_NAME, ControlServer
@@ -401,15 +400,15 @@ class Gateway:
 
     def _roles(self, c: Components) -> None:
         assert self._cluster is not None
-        every = self._cluster.every
         for name, connector in c.connectors.items():
             if single_receiver(connector):
-                connector.receive_gate = RoleGate(c.db, f"channel:{name}", every)  # type: ignore[attr-defined]
+                connector.receive_gate = self._cluster.role(f"channel:{name}")  # type: ignore[attr-defined]
+        c.status.cluster = self._cluster
 
     async def _run_scheduler(self, c: Components) -> None:
         """The scheduler; in a cluster, on one node at a time (it waits for the role)."""
         if self._cluster is not None:
-            leader = asyncio.create_task(RoleGate(c.db, "scheduler", self._cluster.every).wait())
+            leader = asyncio.create_task(self._cluster.role("scheduler").wait())
             stopped = asyncio.create_task(self._stopped.wait())
             await asyncio.wait({leader, stopped}, return_when=asyncio.FIRST_COMPLETED)
             for task in (leader, stopped):

@@ -11,16 +11,25 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from connectors.base import Connector
 from gateway.queue import TurnQueue
 from gateway.store.db import Database
+from gateway.store.nodes import NodeRow, list_nodes
 from gateway.store.outbox import count_by_status as outbox_counts
 from gateway.store.queue import DeadLetter, dead_letters
 from gateway.store.queue import count_by_status as queue_counts
 from gateway.store.usage import FallbackCount, fallback_counts
 
-__all__ = ["DEAD_LETTERS_SHOWN", "ChannelStatus", "StatusReport", "StatusReporter", "channel_status"]
+__all__ = [
+    "DEAD_LETTERS_SHOWN",
+    "ChannelStatus",
+    "ClusterStatus",
+    "StatusReport",
+    "StatusReporter",
+    "channel_status",
+]
 
 DEAD_LETTERS_SHOWN = 20
 FALLBACK_WINDOW = 86_400.0  # `talon status` counts the fallbacks of the last day
@@ -57,6 +66,23 @@ class StatusReport:
     outbox: dict[str, int]
     dead_letters: list[DeadLetter]
     fallbacks: list[FallbackCount] = field(default_factory=list)  # per persona, the last day
+    cluster: ClusterStatus | None = None  # on a cluster node
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStatus:
+    """The cluster as this node sees it: every registered node, and the roles this one holds."""
+
+    node_id: str
+    nodes: list[NodeRow]
+    roles: list[str]
+
+
+class ClusterSource(Protocol):
+    node_id: str
+    failover: float
+
+    def held_roles(self) -> list[str]: ...
 
 
 class StatusReporter:
@@ -73,6 +99,7 @@ class StatusReporter:
         self.connectors = connectors
         self.queue = queue
         self.started_at = time.time()
+        self.cluster: ClusterSource | None = None  # set when the node joins a cluster
 
     async def report(self) -> StatusReport:
         return StatusReport(
@@ -84,7 +111,15 @@ class StatusReporter:
             outbox=await self.db.read(outbox_counts),
             dead_letters=await self.db.read(dead_letters, DEAD_LETTERS_SHOWN),
             fallbacks=await self.db.read(fallback_counts, since=time.time() - FALLBACK_WINDOW),
+            cluster=await self._cluster(),
         )
+
+    async def _cluster(self) -> ClusterStatus | None:
+        source = self.cluster
+        if source is None:
+            return None
+        nodes = await self.db.read(list_nodes, time.time(), source.failover)
+        return ClusterStatus(source.node_id, nodes, source.held_roles())
 
 
 def channel_status(connector: Connector) -> ChannelStatus:

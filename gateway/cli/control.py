@@ -72,6 +72,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             state, detail = f"retrying in {ch['retry_in']:.0f} s", f"last error: {detail}"
         print(f"  channel {name}: {state}{f' — {detail}' if detail else ''}")
     print(f"  queue: {json.dumps(status.get('queue', {}))}  outbox: {json.dumps(status.get('outbox', {}))}")
+    cluster = status.get("cluster")
+    if cluster:
+        _print_cluster(cluster)
     for f in status.get("fallbacks", []):
         print(
             f"  fallbacks in the last day: {f['persona']}: {f['runs']} runs answered by a fallback model "
@@ -83,6 +86,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         for d in dead:
             print(f"    {_letter(d)}")
     return 0
+
+
+def _print_cluster(cluster: dict[str, Any]) -> None:
+    roles = ", ".join(cluster.get("roles") or []) or "none"
+    print(f"  cluster: {len(cluster['nodes'])} nodes; this is {cluster['node_id']}, holding {roles}")
+    now = time.time()
+    for node in cluster["nodes"]:
+        state = "alive" if node["alive"] else "lost (its work moves to the others)"
+        print(
+            f"    node {node['node_id']}: {state}, host {node['host']} pid {node['pid']}, "
+            f"talon {node['version']}, heartbeat {max(0.0, now - node['heartbeat_at']):.0f} s ago"
+        )
 
 
 def cmd_send(args: argparse.Namespace) -> int:

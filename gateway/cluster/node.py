@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gateway import talon_version
+from gateway.cluster.roles import RoleGate
 from gateway.database_settings import DatabaseSettings
 from gateway.store.db import Database
 from gateway.store.nodes import backend_pid, beat, leave, lock_key, reap, register_node, try_lock
@@ -67,6 +68,17 @@ class ClusterNode:
         self._writer_pid: int | None = None
         self._listener: Listener | None = None
         self._task: asyncio.Task[None] | None = None
+        self._roles: list[RoleGate] = []
+
+    def role(self, name: str) -> RoleGate:
+        """The role ``name`` (a bot's poller, the scheduler), which this node may come to hold."""
+        gate = RoleGate(self.db, name, self.every)
+        self._roles.append(gate)
+        return gate
+
+    def held_roles(self) -> list[str]:
+        """The roles this node holds now."""
+        return [gate.name for gate in self._roles if gate.held]
 
     async def join(self) -> None:
         """Hold this node's lock and register it, before anything leases or sends.
