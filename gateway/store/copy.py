@@ -90,7 +90,7 @@ def _copy_table(source: sqlite3.Connection, target: PgConnection, table: str) ->
     cursor = source.execute(f'SELECT {names} FROM "{table}" ORDER BY {_order_by(source, table)}')
     copied = 0
     while batch := cursor.fetchmany(BATCH):
-        target.executemany(insert, batch)
+        target.executemany(insert, batch, pipelined=True)
         copied += len(batch)
     return copied
 

@@ -148,10 +148,19 @@ class PgConnection:
             raise _as_sqlite_error(exc) from exc
         return PgCursor(cursor)
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], *, pipelined: bool = False) -> PgCursor:
+        """``sql`` once per row. One statement at a time unless ``pipelined`` (psycopg's
+        executemany, one round trip): a pipeline that a conflict with another node aborted
+        logs a warning as psycopg tears it down, though the conflict only means the
+        transaction runs again. The store's batches are small; a bulk copy pipelines."""
         cursor = self._conn.cursor()
+        query = translate(sql)
         try:
-            cursor.executemany(translate(sql), [tuple(r) for r in rows])
+            if pipelined:
+                cursor.executemany(query, [tuple(r) for r in rows])
+            else:
+                for row in rows:
+                    cursor.execute(query, tuple(row))
         except psycopg.Error as exc:
             raise _as_sqlite_error(exc) from exc
         return PgCursor(cursor)

@@ -152,6 +152,17 @@ def outbox_rows(data_dir: Path, database_url: str | None = None) -> list[dict[st
         conn.close()
 
 
+def reported_unknown(rows: list[dict[str, Any]], chat: int, text: str) -> bool:
+    """Whether the outbox records the reply to ``text`` in ``chat`` as ``unknown`` (in flight at
+    a kill: maybe delivered, never resent), which the daemon reports instead of sending."""
+    from tests.deployed.test_telegram_burst import answered
+
+    return any(
+        r["status"] == "unknown" and str(r["chat_id"]) == str(chat) and answered([str(r["plain"])], text)
+        for r in rows
+    )
+
+
 def unfinished_preview(text: str) -> bool:
     """A streamed preview's text: it ends in its writing or status line (never a reply's)."""
     last = text.rsplit("\n", 1)[-1]

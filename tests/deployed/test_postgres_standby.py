@@ -19,6 +19,7 @@ from tests.deployed.support import (
     log_failures,
     outbox_rows,
     post_json,
+    reported_unknown,
     unfinished_preview,
     write_deployed_config,
 )
@@ -84,7 +85,7 @@ async def test_the_standby_takes_over_after_kill_9_and_every_chat_is_answered_on
                     c
                     for c in range(CHATS)
                     if not answered(sent.get(str(1000 + c), []), f"chat {c} message {PER_CHAT - 1}")
-                    and not _unknown(rows, 1000 + c, f"chat {c} message {PER_CHAT - 1}")
+                    and not reported_unknown(rows, 1000 + c, f"chat {c} message {PER_CHAT - 1}")
                 ]
                 pending = [r for r in rows if r["status"] in ("pending", "sending")]
                 if not waiting and not pending:
@@ -111,10 +112,3 @@ async def test_the_standby_takes_over_after_kill_9_and_every_chat_is_answered_on
     showing = sum(1 for r in rows if r["status"] == "sent" and r["format"] != "drop_preview")
     assert showing <= sum(delivered.values()) <= showing + by_status["unknown"]
     assert log_failures(standby.log()) == []
-
-
-def _unknown(rows: list[dict[str, Any]], chat: int, text: str) -> bool:
-    return any(
-        r["status"] == "unknown" and str(r["chat_id"]) == str(chat) and answered([str(r["plain"])], text)
-        for r in rows
-    )

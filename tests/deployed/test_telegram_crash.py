@@ -22,6 +22,7 @@ from tests.deployed.support import (
     log_failures,
     outbox_rows,
     post_json,
+    reported_unknown,
     unfinished_preview,
     write_deployed_config,
 )
@@ -70,7 +71,7 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: 
                     c
                     for c in range(CHATS)
                     if not answered(sent.get(str(1000 + c), []), f"chat {c} message {PER_CHAT - 1}")
-                    and not _reported_unknown(rows, 1000 + c, f"chat {c} message {PER_CHAT - 1}")
+                    and not reported_unknown(rows, 1000 + c, f"chat {c} message {PER_CHAT - 1}")
                 ]
                 pending = [r for r in rows if r["status"] in ("pending", "sending")]
                 if not waiting and not pending:
@@ -104,10 +105,3 @@ async def test_kill_9_mid_burst_loses_nothing_and_sends_nothing_twice(tmp_path: 
     assert showing <= sum(delivered.values()) <= showing + by_status["unknown"]
     assert "may or may not have been delivered" in second_log
     assert log_failures(second_log) == []
-
-
-def _reported_unknown(rows: list[dict[str, object]], chat: int, text: str) -> bool:
-    return any(
-        r["status"] == "unknown" and str(r["chat_id"]) == str(chat) and answered([str(r["plain"])], text)
-        for r in rows
-    )
