@@ -218,6 +218,8 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         personas=personas,
         shell=ShellScheduleRunner(db, settings, personas),
         notifier=schedule_notifier,
+        # A cluster's schedules may be written on any node: the leader looks that often.
+        **({"max_sleep": settings.database.heartbeat_seconds} if node else {}),
     )
     pipeline = Pipeline(
         db,

@@ -95,6 +95,12 @@ class DatabaseSettings(StrictModel):
         """This node's id: ``node_id``, else the host name."""
         return self.node_id or _host_name()
 
+    @property
+    def heartbeat_seconds(self) -> float:
+        """How often a cluster node beats and looks at what the others left: a third of
+        ``failover_seconds``, so a node is found lost after three missed beats."""
+        return max(1.0, self.failover_seconds / 3)
+
     def cluster_node(self) -> str | None:
         """This node's id when it is one of a cluster's nodes, else None (the only node)."""
         return self.node_name() if self.cluster else None

@@ -61,7 +61,7 @@ class ClusterNode:
         self.db = db
         self.node_id = settings.node_name()
         self.failover = settings.failover_seconds
-        self.every = max(1.0, self.failover / 3)
+        self.every = settings.heartbeat_seconds
         self._url = settings.url or ""
         self._max_attempts = max_attempts
         self._on_lost = on_lost

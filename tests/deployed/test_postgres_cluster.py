@@ -1,7 +1,8 @@
 """A cluster as deployed: three ``talon run`` nodes with one Telegram bot on one PostgreSQL
 database, the stand-ins slow and sometimes failing. A burst over many chats is answered by
-the nodes together; the node polling Telegram is killed with kill -9 mid-burst, polling moves
-to another node within ``failover_seconds``, and every chat is answered, nothing twice,
+the nodes together; the first node, which polls Telegram and leads the scheduler, is killed
+with kill -9 mid-burst. Polling moves to another node within ``failover_seconds``, a schedule
+due after the kill fires once on the new leader, and every chat is answered, nothing twice,
 nothing left in the outbox."""
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from connectors.base import ThreadKey
+from gateway.store.engines import open_store
+from gateway.store.schedules import create_schedule
+from gateway.store.threads import upsert_thread
 from tests.deployed.support import (
     fake_process,
     get_json,
@@ -35,6 +40,7 @@ CHATS = 150
 PER_CHAT = 3
 FAILOVER = 6.0
 POLLER_ROLE = "channel:team-telegram"
+SCHEDULE_CHAT = 1000  # a chat of the burst: the stand-in knows only chats that wrote to the bot
 
 
 def _node(root: Path, name: str, bot_api: Any, model_url: str) -> Path:
@@ -57,6 +63,49 @@ def _node(root: Path, name: str, bot_api: Any, model_url: str) -> Path:
             "failover_seconds": FAILOVER,
         },
     )
+
+
+async def _one_shot(url: str, scratch: Path, chat: int, prompt: str, delay: float) -> None:
+    """A one-shot schedule of the persona answering into ``chat``, due in ``delay`` seconds,
+    written straight into the store as create_schedule would."""
+    await asyncio.to_thread(scratch.mkdir, parents=True, exist_ok=True)
+    db = await open_store(url, scratch, migrate=False)
+    at = time.time() + delay
+
+    def write(conn: Any) -> None:
+        thread = upsert_thread(
+            conn,
+            ThreadKey("team-telegram", str(chat)),
+            chat_type="private",
+            persona="assistant",
+            now=time.time(),
+        )
+        create_schedule(
+            conn,
+            persona="assistant",
+            thread_id=thread.id,
+            label=prompt,
+            cron_expr=None,
+            run_at=at,
+            timezone="UTC",
+            prompt=prompt,
+            prompt_file=None,
+            next_run_at=at,
+            now=time.time(),
+        )
+
+    try:
+        await db.run_transaction(write)
+    finally:
+        await db.close()
+
+
+def _replies(sent: dict[str, list[str]], chat: int, prompt: str) -> int:
+    return sum(1 for text in sent.get(str(chat), []) if prompt in text)
+
+
+def _scheduler_lines(log: str) -> str:
+    return "\n".join(line for line in log.splitlines() if "schedul" in line)
 
 
 def _runs_by_node(url: str) -> Counter[str]:
@@ -93,9 +142,11 @@ async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
             assert status.count(": alive,") == 3, status
 
             await post_json(f"{bot_api.url}/_fake/inject", {"messages": _burst(CHATS, PER_CHAT)})
+            await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "before the kill", 1.0)
             async with asyncio.timeout(120):
                 while sum(map(len, (await get_json(f"{bot_api.url}/_fake/sent")).values())) < 60:
                     await asyncio.sleep(0.05)
+            await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "after the kill", 4.0)
             await nodes["n1"].kill()
             killed_at = time.monotonic()
             async with asyncio.timeout(FAILOVER + 20):
@@ -115,10 +166,12 @@ async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
                     and not reported_unknown(rows, 1000 + c, f"chat {c} {last}")
                 ]
                 pending = [r for r in rows if r["status"] in ("pending", "sending")]
-                if not waiting and not pending:
+                fired = _replies(sent, SCHEDULE_CHAT, "after the kill")
+                if not waiting and not pending and fired:
                     break
                 assert time.monotonic() < deadline, (
-                    f"{len(waiting)} chats unanswered, {len(pending)} rows open"
+                    f"{len(waiting)} chats unanswered, {len(pending)} rows open, schedule fired {fired} times; "
+                    + "\n".join(_scheduler_lines(nodes[n].log()) for n in names)
                 )
                 await asyncio.sleep(0.5)
             _, after, _ = await talon("status", "--config", str(configs["n2"]), env=env)
@@ -128,6 +181,11 @@ async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
         shown = {chat: [m["text"] for m in ms if not m["deleted"]] for chat, ms in messages.items()}
 
     assert took_over < FAILOVER + 10, took_over
+    # Each schedule ran once: the second on the node that took the scheduler over.
+    assert [_replies(shown, SCHEDULE_CHAT, p) for p in ("before the kill", "after the kill")] == [1, 1], (
+        shown.get(str(SCHEDULE_CHAT))
+    )
+    assert any("scheduler: taken over by this node" in nodes[n].log() for n in names[1:])
     assert re.search(r"took over from lost node\(s\) n1", nodes["n2"].log() + nodes["n3"].log())
     assert "cluster: 2 nodes" in after and "node n1" not in after, after
     # Active/active: the burst's turns ran on more than one node.
