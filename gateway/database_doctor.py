@@ -40,11 +40,12 @@ async def database_findings(settings: Settings, personas: list[Persona]) -> list
     else:
         found.append(("ok", f"schema version {latest}, this Talon's"))
     if state.node_running:
-        role = (
-            "this node waits as its standby"
-            if settings.database.standby
-            else "`talon run` here would be refused"
-        )
+        if settings.database.cluster:
+            role = "`talon run` here joins its cluster (refused if it runs alone, with cluster: false)"
+        elif settings.database.standby:
+            role = "this node waits as its standby"
+        else:
+            role = "`talon run` here would be refused"
         found.append(("ok", f"a Talon daemon is running on this database; {role}"))
     queriers = [p.name for p in personas if any(c.startswith("db.query") for c in p.capabilities)]
     if queriers:
