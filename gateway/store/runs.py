@@ -152,31 +152,23 @@ def resume_kept(conn: sqlite3.Connection, run_id: int) -> KeptAnswer | None:
     )
 
 
+def _end_open(conn: sqlite3.Connection, status: str, ended: str, now: float, node: str | None) -> int:
+    """Runs left in ``status`` by a stop become ``ended`` (only ``node``'s, in a cluster)."""
+    mine = "" if node is None else " AND node_id = ?"
+    cursor = conn.execute(
+        f"UPDATE runs SET status = ?, ended_at = ? WHERE status = ?{mine}",
+        (ended, now, status, *(() if node is None else (node,))),
+    )
+    return cursor.rowcount
+
+
 def interrupt_running(conn: sqlite3.Connection, now: float, node: str | None = None) -> int:
     """Runs a stop left ``running`` become ``interrupted`` (only ``node``'s, in a cluster);
     returns how many."""
-    if node is None:
-        cursor = conn.execute(
-            "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running'", (now,)
-        )
-    else:
-        cursor = conn.execute(
-            "UPDATE runs SET status = 'interrupted', ended_at = ? WHERE status = 'running' AND node_id = ?",
-            (now, node),
-        )
-    return cursor.rowcount
+    return _end_open(conn, "running", "interrupted", now, node)
 
 
 def end_sessions(conn: sqlite3.Connection, now: float, node: str | None = None) -> int:
     """Host-tools sessions a stop left open are ``ended`` (only ``node``'s, in a cluster);
     returns how many."""
-    if node is None:
-        cursor = conn.execute(
-            "UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session'", (now,)
-        )
-    else:
-        cursor = conn.execute(
-            "UPDATE runs SET status = 'ended', ended_at = ? WHERE status = 'session' AND node_id = ?",
-            (now, node),
-        )
-    return cursor.rowcount
+    return _end_open(conn, "session", "ended", now, node)

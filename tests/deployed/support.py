@@ -115,6 +115,25 @@ def write_deployed_config(
     return root / "talon.yaml"
 
 
+def telegram_node(root: Path, bot_api: Any, model_url: str, database: dict[str, Any]) -> Path:
+    """A bot folder with one Telegram channel on the stand-in ``bot_api``, its store the
+    ``database`` settings (one node of several on PostgreSQL)."""
+    root.mkdir(parents=True, exist_ok=True)
+    return write_deployed_config(
+        root,
+        model_url=model_url,
+        channels=[
+            {
+                "name": "team-telegram",
+                "type": "telegram",
+                "token": bot_api.info["token"],
+                "api_base_url": bot_api.url,
+            }
+        ],
+        database=database,
+    )
+
+
 @asynccontextmanager
 async def deployed_daemon(config: Path, *args: str) -> AsyncIterator[Daemon]:
     """``talon run -c config [args]``, ready when its control socket answers."""

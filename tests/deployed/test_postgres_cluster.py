@@ -28,8 +28,8 @@ from tests.deployed.support import (
     outbox_rows,
     post_json,
     reported_unknown,
+    telegram_node,
     unfinished_preview,
-    write_deployed_config,
 )
 from tests.deployed.test_telegram_burst import _burst, answered
 from tests.e2e.daemon import Daemon, talon, talon_env
@@ -44,25 +44,13 @@ SCHEDULE_CHAT = 1000  # a chat of the burst: the stand-in knows only chats that 
 
 
 def _node(root: Path, name: str, bot_api: Any, model_url: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    return write_deployed_config(
-        root,
-        model_url=model_url,
-        channels=[
-            {
-                "name": "team-telegram",
-                "type": "telegram",
-                "token": bot_api.info["token"],
-                "api_base_url": bot_api.url,
-            }
-        ],
-        database={
-            "url": "${TALON_DATABASE_URL}",
-            "cluster": True,
-            "node_id": name,
-            "failover_seconds": FAILOVER,
-        },
-    )
+    database = {
+        "url": "${TALON_DATABASE_URL}",
+        "cluster": True,
+        "node_id": name,
+        "failover_seconds": FAILOVER,
+    }
+    return telegram_node(root, bot_api, model_url, database)
 
 
 async def _one_shot(url: str, scratch: Path, chat: int, prompt: str, delay: float) -> None:

@@ -20,8 +20,8 @@ from tests.deployed.support import (
     outbox_rows,
     post_json,
     reported_unknown,
+    telegram_node,
     unfinished_preview,
-    write_deployed_config,
 )
 from tests.deployed.test_telegram_burst import _burst, answered
 from tests.e2e.daemon import Daemon, talon_env
@@ -33,19 +33,8 @@ PER_CHAT = 5
 
 
 def _node(root: Path, bot_api: Any, model_url: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    return write_deployed_config(
-        root,
-        model_url=model_url,
-        channels=[
-            {
-                "name": "team-telegram",
-                "type": "telegram",
-                "token": bot_api.info["token"],
-                "api_base_url": bot_api.url,
-            }
-        ],
-        database={"url": "${TALON_DATABASE_URL}", "standby": True, "standby_poll": 0.5},
+    return telegram_node(
+        root, bot_api, model_url, {"url": "${TALON_DATABASE_URL}", "standby": True, "standby_poll": 0.5}
     )
 
 
