@@ -263,9 +263,10 @@ class ReceiveGate(Protocol):
 
 
 def single_receiver(connector: Connector) -> bool:
-    """Whether the platform lets only one process receive the channel's events (Telegram long
-    polling: a second ``getUpdates`` caller is refused). Such a connector has a
-    ``receive_gate`` (:class:`ReceiveGate` or None) that it waits on before receiving."""
+    """Whether one process at a time should receive the channel's events: Telegram long
+    polling refuses a second ``getUpdates`` caller, and a second Discord gateway session
+    would receive every event again. Such a connector has a ``receive_gate``
+    (:class:`ReceiveGate` or None) that it waits on before receiving."""
     return bool(getattr(connector, "single_receiver", False))
 
 

@@ -16,6 +16,7 @@ from typing import IO
 
 from gateway import otel
 from gateway.config import Settings
+from gateway.errors import TransientError
 
 thread_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("thread_id", default=None)
 run_id_var: contextvars.ContextVar[int | None] = contextvars.ContextVar("run_id", default=None)
@@ -91,6 +92,16 @@ class OwnerOnlyFileHandler(RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         os.fchmod(fd, 0o600)  # a file left by an older version or another umask
         return open(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
+
+def log_retried(logger: logging.Logger, exc: BaseException, message: str, *args: object) -> None:
+    """Log a failure the caller retries: a :class:`~gateway.errors.TransientError` (another
+    node's write conflicted, say) as a warning naming it, anything else as an error with its
+    traceback, for that is a bug or an outage someone should look at."""
+    if isinstance(exc, TransientError):
+        logger.warning(message + ": %s", *args, exc)
+    else:
+        logger.error(message, *args, exc_info=exc)
 
 
 def log_file_path(settings: Settings) -> Path | None:

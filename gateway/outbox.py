@@ -22,6 +22,7 @@ from connectors.base import Connector, ErrorClass, OutboundChunk, OutboundFile, 
 from connectors.streaming import editor_of
 from gateway import otel
 from gateway.config import OutboxSettings
+from gateway.logs import log_retried
 from gateway.metrics import OUTBOX_SEND_SECONDS, OUTBOX_SENDS
 from gateway.outbox_spool import FileSpool
 from gateway.store.db import Database
@@ -163,8 +164,8 @@ class Outbox:
                     row = await self.db.run_transaction(release_thread, thread_id, self.node)
         except _ClaimLost as lost:
             log.warning("outbox row %s is another node's to send now; leaving the thread to it", lost.args[0])
-        except Exception:
-            log.exception("outbox sender for thread %s failed; will retry", thread_id)
+        except Exception as exc:
+            log_retried(log, exc, "outbox sender for thread %s failed; will retry", thread_id)
             self._wake_later(thread_id, 1.0)
         finally:
             self._threads.pop(thread_id, None)

@@ -30,6 +30,7 @@ from typing import Any
 from gateway.backoff import Backoff
 from gateway.config import QueueSettings
 from gateway.errors import TransientError
+from gateway.logs import log_retried
 from gateway.metrics import TURN_SECONDS, TURNS
 from gateway.runtime.model import ProviderError
 from gateway.store.db import Database, WriteConflictError
@@ -274,12 +275,14 @@ class TurnQueue:
                     # Nothing was queued for this thread while it ran. (A cluster node looks
                     # anyway: another node's intake may have queued work it could not start.)
                     return
-        except Exception:
+        except Exception as exc:
             # A failed lease rolled back, so the thread's items are still pending: without
             # a retry they would wait for the thread's next message or the next start.
             crashes = self._crashes[thread_id] = self._crashes.get(thread_id, 0) + 1
             delay = self.settings.backoff.delay(crashes)
-            log.exception("queue worker for thread %s crashed; trying again in %.1fs", thread_id, delay)
+            log_retried(
+                log, exc, "queue worker for thread %s crashed; trying again in %.1fs", thread_id, delay
+            )
             self._notify_at(thread_id, delay)
         finally:
             self._running.pop(thread_id, None)

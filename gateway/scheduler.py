@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gateway.logs import log_retried
 from gateway.scheduling.cron import ScheduleError, iso
 from gateway.scheduling.cron import next_run as _next_run
 from gateway.scheduling.due import DuePlan, plan_cron, plan_once
@@ -177,8 +178,8 @@ class Scheduler:
         for schedule_id, due_at in due:
             try:
                 thread_id = await self._fire(schedule_id, due_at, now)
-            except Exception:  # one broken schedule must not hold up the others
-                log.exception("schedule %s: could not fire; retrying on the next tick", schedule_id)
+            except Exception as exc:  # one broken schedule must not hold up the others
+                log_retried(log, exc, "schedule %s: could not fire; retrying on the next tick", schedule_id)
                 continue
             if thread_id is not None:
                 fired += 1
@@ -202,8 +203,8 @@ class Scheduler:
                 try:
                     await self.tick()
                     delay = await self._seconds_until_due()
-                except Exception:  # the loop must outlive a bad row or a locked database
-                    log.exception("scheduler tick failed")
+                except Exception as exc:  # the loop must outlive a bad row or a locked database
+                    log_retried(log, exc, "scheduler tick failed")
                     delay = _ERROR_BACKOFF
                 await _wait_any(stop, self._wake, timeout=delay)
         finally:

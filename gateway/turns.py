@@ -30,7 +30,7 @@ from gateway.config import Settings
 from gateway.events import EventBus
 from gateway.interactions.clock import turn_deadline
 from gateway.live_reply import LiveReply, Preview, open_live_reply, settle_stale, stale_preview_of
-from gateway.logs import run_id_var, thread_id_var
+from gateway.logs import log_retried, run_id_var, thread_id_var
 from gateway.metrics import TOKENS, TURN_COST
 from gateway.outbox import Outbox, ThreadAddress
 from gateway.personas import Persona
@@ -256,7 +256,7 @@ class TurnRunner(TurnHandler):
         """The reply's commit failed: keep the answer on the run, in a transaction of its own,
         so the retry commits it instead of paying for the model again."""
         error = storable(f"reply not saved: {type(exc).__name__}: {exc}")
-        log.error("the model answered but the reply could not be saved; keeping the answer", exc_info=exc)
+        log_retried(log, exc, "the model answered but the reply could not be saved; keeping the answer")
         try:
             await self.db.run_transaction(
                 partial(keep_answer_of, batch=batch, run_id=run_id, result=result, error=error)

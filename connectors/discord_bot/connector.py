@@ -19,6 +19,7 @@ from connectors.base import (
     IntakeHandler,
     OutboundChunk,
     OutboundFile,
+    ReceiveGate,
     RenderedChunk,
     SendResult,
     ThreadKey,
@@ -84,6 +85,9 @@ class DiscordConnector:
     """
 
     idempotent_send = False
+    # Two gateway sessions of one bot would each receive every event: in a cluster one node
+    # at a time holds the session (connectors/base.py); every node sends over REST.
+    single_receiver = True
 
     def __init__(
         self,
@@ -115,6 +119,7 @@ class DiscordConnector:
         self._typing: TypingIndicators | None = None
         self._lanes: Lanes[_Item] = Lanes(self._process)
         self._runner: asyncio.Task[None] | None = None
+        self.receive_gate: ReceiveGate | None = None  # set by a cluster node (connectors/base.py)
         self._stopping = False
         self._commands = ApplicationCommands(
             channel=self.name, client=lambda: self._client, policy=self._policy, intake=lambda: self._intake
@@ -140,7 +145,7 @@ class DiscordConnector:
         me = client.user
         log.info("discord channel %s logged in as %s (%s)", self.name, me, me.id if me else "?")
         await register_commands(client, self.name)
-        self._runner = asyncio.create_task(self._run_gateway(), name=f"discord-gateway-{self.name}")
+        self._runner = asyncio.create_task(self._receive(), name=f"discord-gateway-{self.name}")
 
     async def stop(self) -> None:
         """Stop receiving, cancel background work and close the HTTP session. Idempotent."""
@@ -232,6 +237,14 @@ class DiscordConnector:
             client, send_timeout=self._send_timeout, sent_ids=self._sent_ids, dm_chats=self._dm_chats
         )
         self._typing = TypingIndicators(client, interval=self._settings.typing_interval)
+
+    async def _receive(self) -> None:
+        gate = self.receive_gate
+        if gate is not None:
+            # Sending works meanwhile: only the gateway session waits for this node's turn.
+            self.health.set("connected", "sending; the gateway session is on another node")
+            await gate.wait()
+        await self._run_gateway()
 
     async def _run_gateway(self) -> None:
         """Keep discord.py's connect loop running; it reconnects by itself, this restarts it

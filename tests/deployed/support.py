@@ -171,7 +171,7 @@ def outbox_rows(data_dir: Path, database_url: str | None = None) -> list[dict[st
         conn.close()
 
 
-def reported_unknown(rows: list[dict[str, Any]], chat: int, text: str) -> bool:
+def reported_unknown(rows: list[dict[str, Any]], chat: int | str, text: str) -> bool:
     """Whether the outbox records the reply to ``text`` in ``chat`` as ``unknown`` (in flight at
     a kill: maybe delivered, never resent), which the daemon reports instead of sending."""
     from tests.deployed.test_telegram_burst import answered

@@ -1,9 +1,11 @@
-"""A cluster as deployed: three ``talon run`` nodes with one Telegram bot on one PostgreSQL
-database, the stand-ins slow and sometimes failing. A burst over many chats is answered by
-the nodes together; the first node, which polls Telegram and leads the scheduler, is killed
-with kill -9 mid-burst. Polling moves to another node within ``failover_seconds``, a schedule
-due after the kill fires once on the new leader, and every chat is answered, nothing twice,
-nothing left in the outbox."""
+"""A cluster as deployed: three ``talon run`` nodes on one PostgreSQL database with a
+Telegram bot, a Slack app and a Discord bot, the stand-ins slow and sometimes failing. A
+burst over many chats of all three is answered by the nodes together; the first node, which
+polls Telegram, holds the Discord gateway session and leads the scheduler, is killed with
+kill -9 mid-burst. Polling and the gateway session move to other nodes within
+``failover_seconds``, Slack's unacknowledged envelopes come back over the other nodes'
+connections, a schedule due after the kill fires once on the new leader, and every chat is
+answered, nothing twice, nothing left in the outbox."""
 
 from __future__ import annotations
 
@@ -21,36 +23,96 @@ from connectors.base import ThreadKey
 from gateway.store.engines import open_store
 from gateway.store.schedules import create_schedule
 from gateway.store.threads import upsert_thread
+from tests.deployed import test_discord_burst as discord_burst
+from tests.deployed import test_slack_burst as slack_burst
 from tests.deployed.support import (
     fake_process,
     get_json,
+    inject_rounds,
     log_failures,
     outbox_rows,
     post_json,
     reported_unknown,
-    telegram_node,
     unfinished_preview,
+    write_deployed_config,
 )
 from tests.deployed.test_telegram_burst import _burst, answered
 from tests.e2e.daemon import Daemon, talon, talon_env
 
 pytestmark = pytest.mark.timeout(480)
 
-CHATS = 150
+CHATS = 150  # Telegram
+DMS = 20  # Slack and Discord each
 PER_CHAT = 3
 FAILOVER = 15.0  # the default: a heartbeat late under a loaded CI machine does not move work
 POLLER_ROLE = "channel:team-telegram"
+GATEWAY_ROLE = "channel:team-discord"
 SCHEDULE_CHAT = 1000  # a chat of the burst: the stand-in knows only chats that wrote to the bot
 
 
-def _node(root: Path, name: str, bot_api: Any, model_url: str) -> Path:
+def _node(root: Path, name: str, fakes: dict[str, Any], model_url: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    telegram, slack, discord = fakes["telegram"], fakes["slack"], fakes["discord"]
+    channels = [
+        {
+            "name": "team-telegram",
+            "type": "telegram",
+            "token": telegram.info["token"],
+            "api_base_url": telegram.url,
+        },
+        {
+            "name": "team-slack",
+            "type": "slack",
+            "bot_token": slack.info["bot_token"],
+            "app_token": slack.info["app_token"],
+            "api_base_url": slack.url,
+        },
+        {
+            "name": "team-discord",
+            "type": "discord",
+            "token": discord.info["token"],
+            "api_base_url": discord.url,
+            "gateway_url": discord.info["gateway_url"],
+        },
+    ]
     database = {
         "url": "${TALON_DATABASE_URL}",
         "cluster": True,
         "node_id": name,
         "failover_seconds": FAILOVER,
     }
-    return telegram_node(root, bot_api, model_url, database)
+    return write_deployed_config(root, model_url=model_url, channels=channels, database=database)
+
+
+def _questions() -> dict[str, dict[str, str]]:
+    """Per stand-in, each chat's last message."""
+    last = PER_CHAT - 1
+    return {
+        "telegram": {str(1000 + c): f"chat {c} message {last}" for c in range(CHATS)},
+        "slack": {slack_burst._dm(c): f"channel {c} message {last}" for c in range(DMS)},
+        "discord": {discord_burst._dm(c): f"channel {c} message {last}" for c in range(DMS)},
+    }
+
+
+async def _sent(fakes: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    return {name: await get_json(f"{fake.url}/_fake/sent") for name, fake in fakes.items()}
+
+
+def _waiting(sent: dict[str, dict[str, list[str]]], rows: list[dict[str, Any]]) -> list[str]:
+    """The chats whose last message has no answer, shown or reported in flight at the kill."""
+    return [
+        chat
+        for name, questions in _questions().items()
+        for chat, question in questions.items()
+        if not answered(sent[name].get(chat, []), question) and not reported_unknown(rows, chat, question)
+    ]
+
+
+def _doubled(shown: dict[str, list[str]]) -> list[tuple[str, str]]:
+    delivered = Counter(
+        (chat, text) for chat, texts in shown.items() for text in texts if not unfinished_preview(text)
+    )
+    return [key for key, n in delivered.items() if n > 1]
 
 
 async def _one_shot(url: str, scratch: Path, chat: int, prompt: str, delay: float) -> None:
@@ -109,34 +171,46 @@ def _runs_by_node(url: str) -> Counter[str]:
     return Counter({str(node): int(n) for node, n in rows})
 
 
-async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
+async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
     tmp_path: Path, pg_server: Any
 ) -> None:
     url = pg_server.new_database()
     env = talon_env({"TALON_DATABASE_URL": url})
     names = ("n1", "n2", "n3")
+    chaos = ("--latency", "0.05:0.2", "--fail-rate", "0.02")
     async with (
+        fake_process("tests.fakes.telegram_api.standalone", tmp_path, *chaos) as bot_api,
         fake_process(
-            "tests.fakes.telegram_api.standalone", tmp_path, "--latency", "0.05:0.2", "--fail-rate", "0.02"
-        ) as bot_api,
+            "tests.fakes.slack_api.standalone", tmp_path, *chaos, "--redeliver-after", "3", "--spread"
+        ) as slack,
+        fake_process("tests.fakes.discord_api.standalone", tmp_path, *chaos) as discord,
         fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai", "--delay", "0.1") as model,
     ):
-        configs = {name: _node(tmp_path / name, name, bot_api, model.url) for name in names}
+        fakes = {"telegram": bot_api, "slack": slack, "discord": discord}
+        configs = {name: _node(tmp_path / name, name, fakes, model.url) for name in names}
         nodes = {name: Daemon(configs[name], env) for name in names}
         async with nodes["n1"], nodes["n2"], nodes["n3"]:
             await nodes["n1"].start(tmp_path / "n1" / "data", ready_timeout=60)  # it migrates
             await asyncio.gather(
                 *(nodes[n].start(tmp_path / n / "data", ready_timeout=60) for n in names[1:])
             )
-            # The first node holds the poller; the others wait for it.
+            # The first node holds the poller and the gateway session; the others wait for them.
             async with asyncio.timeout(30):
-                while not all(f"{POLLER_ROLE} runs on another node" in nodes[n].log() for n in names[1:]):
+                while not all(
+                    f"{role} runs on another node" in nodes[n].log()
+                    for n in names[1:]
+                    for role in (POLLER_ROLE, GATEWAY_ROLE)
+                ):
                     await asyncio.sleep(0.1)
             _, status, problems = await talon("status", "--config", str(configs["n2"]), env=env)
             assert "cluster: 3 nodes; this is n2" in status, status + problems
             assert status.count(": alive,") == 3, status
 
             await post_json(f"{bot_api.url}/_fake/inject", {"messages": _burst(CHATS, PER_CHAT)})
+            await asyncio.gather(
+                inject_rounds(slack.url, slack_burst._rounds(DMS, PER_CHAT), 0.3),
+                inject_rounds(discord.url, discord_burst._rounds(DMS, PER_CHAT), 0.3),
+            )
             await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "before the kill", 1.0)
             async with asyncio.timeout(120):
                 while sum(map(len, (await get_json(f"{bot_api.url}/_fake/sent")).values())) < 60:
@@ -144,28 +218,28 @@ async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
             await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "after the kill", 4.0)
             await nodes["n1"].kill()
             killed_at = time.monotonic()
+            took_over: dict[str, float] = {}
             async with asyncio.timeout(FAILOVER + 20):
-                while not any(f"{POLLER_ROLE}: taken over by this node" in nodes[n].log() for n in names[1:]):
+                while len(took_over) < 2:
+                    for role in (POLLER_ROLE, GATEWAY_ROLE):
+                        if role not in took_over and any(
+                            f"{role}: taken over by this node" in nodes[n].log() for n in names[1:]
+                        ):
+                            took_over[role] = time.monotonic() - killed_at
                     await asyncio.sleep(0.1)
-            took_over = time.monotonic() - killed_at
 
             deadline = time.monotonic() + 300
             while True:
                 rows = outbox_rows(tmp_path / "n2" / "data", url)
-                sent = await get_json(f"{bot_api.url}/_fake/sent")
-                last = f"message {PER_CHAT - 1}"
-                waiting = [
-                    c
-                    for c in range(CHATS)
-                    if not answered(sent.get(str(1000 + c), []), f"chat {c} {last}")
-                    and not reported_unknown(rows, 1000 + c, f"chat {c} {last}")
-                ]
+                sent = await _sent(fakes)
+                waiting = _waiting(sent, rows)
                 pending = [r for r in rows if r["status"] in ("pending", "sending")]  # with their chats
-                fired = _replies(sent, SCHEDULE_CHAT, "after the kill")
+                fired = _replies(sent["telegram"], SCHEDULE_CHAT, "after the kill")
                 if not waiting and not pending and fired:
                     break
                 assert time.monotonic() < deadline, (
-                    f"{len(waiting)} chats unanswered, {len(pending)} rows open, schedule fired {fired} times; "
+                    f"{len(waiting)} chats unanswered (e.g. {waiting[:5]}), {len(pending)} rows open, "
+                    f"schedule fired {fired} times; "
                     + "\n".join(_scheduler_lines(nodes[n].log()) for n in names)
                     + f"\nopen rows: {pending}\nclaims: {_claims(url)}"
                 )
@@ -175,8 +249,15 @@ async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
                 assert await nodes[name].stop() == 0
         messages = await get_json(f"{bot_api.url}/_fake/messages")
         shown = {chat: [m["text"] for m in ms if not m["deleted"]] for chat, ms in messages.items()}
+        sent = await _sent(fakes)
+        slack_stats = await get_json(f"{slack.url}/_fake/stats")
+        discord_stats = await get_json(f"{discord.url}/_fake/stats")
 
-    assert took_over < FAILOVER + 10, took_over
+    assert all(seconds < FAILOVER + 10 for seconds in took_over.values()), took_over
+    # One gateway session at a time: n1's, then the one of the node that took it over.
+    assert discord_stats["identifies"] == 2, discord_stats
+    # Slack spread its envelopes over every node's connection; n1's unacknowledged ones came back.
+    assert slack_stats["connections"] >= 3 and slack_stats["unacked"] == 0, slack_stats
     # Each schedule ran once: the second on the node that took the scheduler over.
     assert [_replies(shown, SCHEDULE_CHAT, p) for p in ("before the kill", "after the kill")] == [1, 1], (
         shown.get(str(SCHEDULE_CHAT))
@@ -190,12 +271,13 @@ async def test_three_nodes_share_a_burst_and_the_poller_moves_after_kill_9(
     rows = outbox_rows(tmp_path / "n2" / "data", url)
     by_status = Counter(r["status"] for r in rows)
     assert set(by_status) <= {"sent", "unknown"}, by_status
-    delivered = Counter(
-        (chat, text) for chat, texts in shown.items() for text in texts if not unfinished_preview(text)
-    )
-    doubled = [key for key, n in delivered.items() if n > 1]
-    assert not doubled, f"sent twice: {doubled[:5]}"
-    showing = sum(1 for r in rows if r["status"] == "sent" and r["format"] != "drop_preview")
-    assert showing <= sum(delivered.values()) <= showing + by_status["unknown"]
+    for platform in (shown, sent["slack"], sent["discord"]):
+        doubled = _doubled(platform)
+        assert not doubled, f"sent twice: {doubled[:5]}"
+    telegram_rows = [r for r in rows if str(r["chat_id"]) in shown]
+    showing = sum(1 for r in telegram_rows if r["status"] == "sent" and r["format"] != "drop_preview")
+    delivered = sum(len([t for t in texts if not unfinished_preview(t)]) for texts in shown.values())
+    unknown = sum(1 for r in telegram_rows if r["status"] == "unknown")
+    assert showing <= delivered <= showing + unknown
     for name in names[1:]:
         assert log_failures(nodes[name].log()) == [], name

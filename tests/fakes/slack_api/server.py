@@ -56,6 +56,10 @@ class FakeSlack(SlashCommands, Uploads, WebApi):
         self.events_url: str | None = None  # set to deliver events over HTTP instead of Socket Mode
         self.refuse_sockets = False  # apps.connections.open answers 503 while True
         self.connections = 0  # websocket connections accepted so far
+        # Deliver in turn over every open connection, as Slack spreads envelopes over an
+        # app's connections (several nodes); else to the newest one.
+        self.spread = False
+        self._turn = 0
         self.state = State()
         self._init_web_api()
         self._init_uploads()
@@ -241,7 +245,7 @@ class FakeSlack(SlashCommands, Uploads, WebApi):
 
     async def deliver(self, payload: Any, kind: str = "events_api") -> Envelope:
         """Send one envelope: to ``events_url`` over HTTP when set, else to the newest socket
-        (or keep it until a socket connects)."""
+        or, with :attr:`spread`, the open sockets in turn (or keep it until a socket connects)."""
         envelope = Envelope(envelope_id=str(uuid.uuid4()), payload=payload, kind=kind)
         self.state.envelopes.append(envelope)
         await self._send(envelope)
@@ -315,7 +319,9 @@ class FakeSlack(SlashCommands, Uploads, WebApi):
         if not sockets:
             return  # delivered when a socket connects
         envelope.attempts += 1
-        await sockets[-1].send_str(
+        self._turn += 1
+        socket = sockets[self._turn % len(sockets)] if self.spread else sockets[-1]
+        await socket.send_str(
             json.dumps(
                 {
                     "envelope_id": envelope.envelope_id,

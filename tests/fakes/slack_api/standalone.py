@@ -2,7 +2,8 @@
 ``talon run`` as users do.
 
     python -m tests.fakes.slack_api.standalone --port-file PATH \\
-        [--latency 0.05:0.2] [--fail-rate 0.02] [--redeliver-after 0] [--seed 1] [--max-seconds 600]
+        [--latency 0.05:0.2] [--fail-rate 0.02] [--redeliver-after 0] [--spread] [--seed 1] \\
+        [--max-seconds 600]
 
 Every Web API call, and every POST of a file's bytes to its upload URL, waits a random
 time in ``--latency`` before it is answered. A share ``--fail-rate`` of the calls that post
@@ -16,7 +17,9 @@ may have posted; the connector treats them as ambiguous and never resends, so a 
 asserting that nothing is lost must not inject them.)
 
 Events go out over Socket Mode. With ``--redeliver-after S`` an envelope the app has not
-acknowledged within S seconds is delivered again, up to three times, as Slack does.
+acknowledged within S seconds is delivered again, up to three times, as Slack does. With
+``--spread`` envelopes go to the open connections in turn, as Slack spreads them over the
+connections of several nodes; without it, to the newest connection.
 
 The test drives the fake over HTTP under ``/_fake/``:
 
@@ -191,6 +194,7 @@ async def serve(args: argparse.Namespace) -> None:
         seed=args.seed,
         redeliver_after=args.redeliver_after,
     )
+    fake.spread = args.spread
     # The fake's own routes (as FakeSlack.__aenter__ lays them out) plus the control API.
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_routes(control_routes(fake))
@@ -245,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         default=0.0,
         help="seconds before an unacked event is resent; 0: never",
     )
+    parser.add_argument("--spread", action="store_true", help="deliver over every open connection in turn")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
     asyncio.run(serve(parser.parse_args(argv)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from pathlib import Path
@@ -159,3 +160,44 @@ async def test_stop_is_idempotent_and_ends_delivery(
     assert result.error_class is ErrorClass.TRANSIENT
     await wait_until(lambda: not fake.gateway.connections, 2.0, "socket closed")
     assert rec.events == []
+
+
+class _Gate:
+    """A cluster role this node may or may not hold yet."""
+
+    def __init__(self) -> None:
+        self.ours = asyncio.Event()
+
+    async def wait(self) -> None:
+        await self.ours.wait()
+
+
+async def test_a_node_without_the_gateway_role_sends_and_opens_the_session_once_it_has_it(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
+    connector = DiscordConnector(discord_settings(fake), files_dir=tmp_path)
+    gate = _Gate()
+    connector.receive_gate = gate
+    recorder = Recorder()
+    await connector.start(recorder)
+    try:
+        assert connector.single_receiver
+        result = await connector.send(
+            OutboundChunk(
+                1, ThreadKey(CHANNEL, fake.channel_id), RenderedChunk("over REST", "over REST", "markdown")
+            )
+        )
+        assert result.ok, result.error
+        assert [m["content"] for m in fake.sent(fake.channel_id)] == ["over REST"]
+        await asyncio.sleep(0.3)
+        assert fake.gateway.identifies == []  # another node's session receives meanwhile
+        assert connector.health.state == "connected"
+
+        gate.ours.set()
+        await fake.wait_for_ready(identifies=1)
+        fake.inject_message(fake.channel_id, "now ours", author_id="111", mention_bot=True)
+        events = await recorder.wait_for(1)
+        assert ["now ours" in e.text for e in events] == [True]
+        assert len(fake.gateway.identifies) == 1
+    finally:
+        await connector.stop()
