@@ -10,6 +10,11 @@ and nothing is dropped.
 Limits applied, in order: the chat's own (groups and private chats may differ), then the
 channel-wide one, then a cap on requests in flight, which keeps the HTTP connection pool
 from running dry (a pool timeout is a send that never left, but it still wastes time).
+
+In a cluster every node sends for the same bot, and the platform's channel-wide limit is the
+bot's across all of them: each node paces at its share, the limit over the nodes alive
+(:meth:`SendPacer.share`, from the cluster's heartbeat). A chat's own limit needs no sharing:
+one node at a time sends a thread's messages.
 """
 
 from __future__ import annotations
@@ -44,10 +49,10 @@ class Limiter:
 
     __slots__ = ("_interval", "_slack", "_tat")
 
-    def __init__(self, rate: Rate) -> None:
+    def __init__(self, rate: Rate, tat: float = 0.0) -> None:
         self._interval = rate.interval
         self._slack = (max(rate.burst, 1) - 1) * rate.interval
-        self._tat = 0.0  # theoretical arrival time of the next send
+        self._tat = tat  # theoretical arrival time of the next send
 
     def reserve(self, now: float) -> float:
         tat = max(self._tat, now)
@@ -60,6 +65,10 @@ class Limiter:
 
     def idle_since(self, now: float) -> float:
         return now - self._tat
+
+    def at_rate(self, rate: Rate) -> Limiter:
+        """The same limiter at ``rate``, the slots already given out kept."""
+        return Limiter(rate, self._tat)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +104,7 @@ class SendPacer:
     def __init__(self, policy: PacingPolicy) -> None:
         self.policy = policy
         self._channel = Limiter(policy.channel) if policy.channel else None
+        self.sharers = 1
         self._chats: dict[str, Limiter] = {}
         self._in_flight = asyncio.Semaphore(max(policy.max_in_flight, 1))
         self._last_sweep = time.monotonic()
@@ -123,6 +133,16 @@ class SendPacer:
         limiter = self._chats.get(chat)
         if limiter is not None:
             limiter.hold(time.monotonic() + seconds)
+
+    def share(self, nodes: int) -> None:
+        """Pace the channel-wide limit as one of ``nodes`` nodes sending for the same account."""
+        nodes = max(1, nodes)
+        rate = self.policy.channel
+        if rate is None or self._channel is None or nodes == self.sharers:
+            return
+        self.sharers = nodes
+        shared = Rate(rate.count / nodes, rate.per, burst=max(1, rate.burst // nodes))
+        self._channel = self._channel.at_rate(shared)
 
     def _chat_limiter(self, chat: str, group: bool, now: float) -> Limiter | None:
         limiter = self._chats.get(chat)

@@ -405,6 +405,11 @@ class Gateway:
         for name, connector in c.connectors.items():
             if single_receiver(connector):
                 connector.receive_gate = self._cluster.role(f"channel:{name}")  # type: ignore[attr-defined]
+        # A bot's channel-wide send rate is the platform's limit over every node sending for it.
+        pacers = [
+            pacer for connector in c.connectors.values() if (pacer := getattr(connector, "pacer", None))
+        ]
+        self._cluster.on_members(lambda nodes: [pacer.share(nodes) for pacer in pacers])
         c.status.cluster = self._cluster
 
     async def _run_scheduler(self, c: Components) -> None:

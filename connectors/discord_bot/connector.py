@@ -110,7 +110,7 @@ class DiscordConnector:
         self._policy = ChannelPolicy.from_settings(settings)
         self._sent_ids = RecentIds()
         self._dm_chats: set[str] = set()
-        self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
+        self.pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))  # shared out in a cluster
         self._intake: IntakeHandler | None = None
         self._client: TalonDiscordClient | None = None
         self._builder: InboundBuilder | None = None
@@ -389,14 +389,14 @@ class DiscordConnector:
         if sender is None or self._stopping:
             return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
         chat = item.thread.chat_id
-        return await self._pacer.send(chat, lambda: sender.send(item), group=chat not in self._dm_chats)
+        return await self.pacer.send(chat, lambda: sender.send(item), group=chat not in self._dm_chats)
 
     async def send_file(self, item: OutboundFile) -> SendResult:
         sender = self._sender
         if sender is None or self._stopping:
             return SendResult.failed(ErrorClass.TRANSIENT, f"discord channel {self.name} is not running")
         chat = item.thread.chat_id
-        return await self._pacer.send(chat, lambda: sender.send_file(item), group=chat not in self._dm_chats)
+        return await self.pacer.send(chat, lambda: sender.send_file(item), group=chat not in self._dm_chats)
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         typing = self._typing

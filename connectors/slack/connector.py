@@ -141,7 +141,7 @@ class SlackConnector:
         self._names: Recent[str, str] = Recent(1024)
         self._working_locks: KeyedLocks[ThreadKey] = KeyedLocks()
         self._reacted: dict[ThreadKey, str] = {}
-        self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
+        self.pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))  # shared out in a cluster
         self._commands = SlashCommands(
             channel=self.name,
             policy=self._policy,
@@ -445,12 +445,12 @@ class SlackConnector:
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         try:
-            async with self._pacer.slot(channel, group=not channel.startswith("D")):
+            async with self.pacer.slot(channel, group=not channel.startswith("D")):
                 resp = await web_client.chat_postMessage(**kwargs)
         except SEND_ERRORS as exc:
             result = classify_send_error(exc)
             if result.retry_after:
-                self._pacer.hold(channel, result.retry_after)
+                self.pacer.hold(channel, result.retry_after)
             log.warning(
                 "%s: delivery %s failed (%s): %s",
                 self.name,
@@ -472,7 +472,7 @@ class SlackConnector:
         if web_client is None or session is None:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         channel = item.thread.chat_id
-        result = await self._pacer.send(
+        result = await self.pacer.send(
             channel,
             lambda: upload_file(web_client, session, item, timeout=max(self._timeout, 60.0)),
             group=not channel.startswith("D"),

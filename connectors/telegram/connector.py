@@ -89,7 +89,7 @@ class TelegramConnector:
         self._waiting_to_poll: asyncio.Task[None] | None = None
         self.receive_gate: ReceiveGate | None = None  # set by a cluster node (connectors/base.py)
         self._webhook: WebhookServer | None = None
-        self._pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))
+        self.pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))  # shared out in a cluster
         self.message_editor = TelegramEditor(lambda: self._bot)  # streamed replies (connectors/streaming.py)
         self._typing = TypingIndicators(
             self._send_typing,
@@ -273,7 +273,7 @@ class TelegramConnector:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         chat = thread.chat_id
         send = partial(buttons.send_prompt, bot, thread, prompt)
-        return await self._pacer.send(chat, send, group=not is_private_chat(chat))
+        return await self.pacer.send(chat, send, group=not is_private_chat(chat))
 
     async def close_prompt(self, thread: ThreadKey, message_id: str, text: str) -> None:
         """The prompt's text with its outcome, the keyboard removed. Never raises."""
@@ -313,7 +313,7 @@ class TelegramConnector:
         if bot is None:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         chat = item.thread.chat_id
-        return await self._pacer.send(chat, lambda: send_chunk(bot, item), group=not is_private_chat(chat))
+        return await self.pacer.send(chat, lambda: send_chunk(bot, item), group=not is_private_chat(chat))
 
     async def send_file(self, item: OutboundFile) -> SendResult:
         """Upload one file (a photo or a document), paced like messages; failures come back classified."""
@@ -322,7 +322,7 @@ class TelegramConnector:
             return SendResult.failed(ErrorClass.TRANSIENT, f"{self.name} is not running")
         chat = item.thread.chat_id
         upload = partial(send_file, bot, item, max_photo_bytes=self._settings.max_photo_bytes)
-        return await self._pacer.send(chat, upload, group=not is_private_chat(chat))
+        return await self.pacer.send(chat, upload, group=not is_private_chat(chat))
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         """Show ``typing…`` in ``thread`` (refreshed until ``working=False``). Never raises."""

@@ -2,8 +2,8 @@
 of lost nodes, hears of work committed elsewhere, and leaves.
 
 Every ``failover_seconds / 3`` the node renews its row, its queue leases and its outbox
-claims in one transaction, then reaps lost nodes (:func:`gateway.store.nodes.reap`) and sweeps
-for work nobody holds. A node that finds its own row gone was silent longer than
+claims in one transaction, then reaps lost nodes (:func:`gateway.store.nodes.reap`), sweeps
+for work nobody holds and tells whoever listens how many nodes are alive. A node that finds its own row gone was silent longer than
 ``failover_seconds`` (its event loop stalled, its connection hung): other nodes have taken its
 work back, so it stops at once, as it does when its writer connection is lost.
 """
@@ -23,7 +23,16 @@ from gateway import talon_version
 from gateway.cluster.roles import RoleGate
 from gateway.database_settings import DatabaseSettings
 from gateway.store.db import Database
-from gateway.store.nodes import backend_pid, beat, leave, lock_key, reap, register_node, try_lock
+from gateway.store.nodes import (
+    backend_pid,
+    beat,
+    leave,
+    list_nodes,
+    lock_key,
+    reap,
+    register_node,
+    try_lock,
+)
 from gateway.store.pg_listen import Listener
 from gateway.store.postgres import NodeLockedError
 
@@ -69,12 +78,18 @@ class ClusterNode:
         self._listener: Listener | None = None
         self._task: asyncio.Task[None] | None = None
         self._roles: list[RoleGate] = []
+        self._members: list[Callable[[int], None]] = []
 
     def role(self, name: str) -> RoleGate:
         """The role ``name`` (a bot's poller, the scheduler), which this node may come to hold."""
         gate = RoleGate(self.db, name, self.every)
         self._roles.append(gate)
         return gate
+
+    def on_members(self, fn: Callable[[int], None]) -> None:
+        """Call ``fn(n)`` with the number of nodes alive, after each heartbeat (a channel's
+        send rate is shared out over them)."""
+        self._members.append(fn)
 
     def held_roles(self) -> list[str]:
         """The roles this node holds now."""
@@ -117,7 +132,18 @@ class ClusterNode:
         self._listener.start()
         self._task = asyncio.create_task(self._beat_forever(queue, outbox), name="cluster-heartbeat")
 
+    async def _tell_members(self, now: float) -> None:
+        if self._members:
+            nodes = await self.db.read(list_nodes, now, self.failover)
+            alive = sum(1 for node in nodes if node.alive)
+            for fn in self._members:
+                fn(alive)
+
     async def _beat_forever(self, queue: _Queue, outbox: _Outbox) -> None:
+        try:
+            await self._tell_members(time.time())
+        except sqlite3.Error as exc:
+            log.warning("could not count the cluster's nodes: %s", exc)
         while True:
             await asyncio.sleep(self.every)
             now = time.time()
@@ -144,6 +170,7 @@ class ClusterNode:
                     await outbox.take_over(reaped.outbox_threads)
                 await queue.sweep()
                 await outbox.sweep()
+                await self._tell_members(now)
             except sqlite3.Error as exc:  # a lost writer connection is the node watch's to act on
                 log.warning("cluster heartbeat failed: %s", exc)
 

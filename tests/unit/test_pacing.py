@@ -83,3 +83,20 @@ async def test_sends_in_flight_are_capped() -> None:
 
     await asyncio.gather(*(send(n) for n in range(20)))
     assert peak == 3
+
+
+async def test_nodes_sharing_a_bot_each_send_at_their_share_of_the_channel_rate() -> None:
+    pacer = SendPacer(PacingPolicy(channel=Rate(40, burst=4), private_chat=None))
+    pacer.share(2)  # two nodes alive: 20/s here, bursts of 2
+
+    async def send_all(n: int) -> float:
+        started = time.monotonic()
+        for c in range(n):
+            async with pacer.slot(f"c{c}", group=False):
+                pass
+        return time.monotonic() - started
+
+    assert await send_all(12) >= 10 / 20 * 0.9, "12 sends at 20/s after a burst of 2 take half a second"
+    pacer.share(1)  # the other node is gone: the whole rate again
+    await asyncio.sleep(0.2)  # let the burst refill
+    assert await send_all(12) < 0.4, "12 sends at 40/s after a burst of 4 take 0.2 s (0.5 s at 20/s)"
