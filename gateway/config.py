@@ -245,6 +245,11 @@ class Settings(_Strict):
         description="the store: the SQLite file in data_dir, or PostgreSQL (docs/scaling.md)",
     )
     personas_dir: Path = Field(Path("personas"), description="one folder per persona (docs/personas.md)")
+    workspaces_dir: Path | None = Field(
+        None,
+        description="the threads' and personas' files; null = <data_dir>/workspaces. In a cluster, a "
+        "shared folder every node mounts at this path (docs/scaling.md)",
+    )
     timezone: str = Field("UTC", description="IANA name, for the current time in prompts and for schedules")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="`talon run --log-level` overrides it"
@@ -331,6 +336,12 @@ class Settings(_Strict):
     @property
     def data_path(self) -> Path:
         return (self.config_dir / self.data_dir).resolve()
+
+    @property
+    def workspaces_path(self) -> Path:
+        if self.workspaces_dir is None:
+            return self.data_path / "workspaces"
+        return (self.config_dir / self.workspaces_dir).resolve()
 
     @property
     def personas_path(self) -> Path:

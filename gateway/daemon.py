@@ -205,9 +205,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         schedule_results=partial(record_result, db),
         hooks=[delegation, children, schedule_hook, CheckpointHook(db)],
         summarizer=summarizer,
-        voice=Voice(
-            db=db, settings=settings, connectors=connectors, outbox=outbox, data_path=settings.data_path
-        ),
+        voice=Voice(db=db, settings=settings, connectors=connectors, outbox=outbox),
     )
     queue = TurnQueue(db, settings.queue, turns, on_retry=schedule_hook.retrying, node=node)
     scheduler = Scheduler(
@@ -227,7 +225,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         limits=IntakeLimits(files, channel_limits(settings.channels)),
         on_queued=queue.notify,
         notice=poster.notice,
-        data_path=settings.data_path,
+        workspaces_path=settings.workspaces_path,
     )
     commands = ChatCommands(
         db, cancel=queue.cancel, notice=poster.notice, usage=partial(usage_answer, db, settings)
@@ -396,6 +394,7 @@ class Gateway:
             self.settings.database,
             max_attempts=self.settings.queue.max_attempts,
             on_lost=self._lose_database,
+            workspaces_path=self.settings.workspaces_path,
         )
         await node.join()
         return node

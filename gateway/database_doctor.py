@@ -10,6 +10,36 @@ from gateway.personas import Persona
 
 __all__ = ["database_findings"]
 
+_NODES_SCHEMA = 27  # the migration that made the nodes table
+
+
+async def _shared_workspaces(settings: Settings) -> list[tuple[str, str]]:
+    """Whether this node's ``workspaces_dir`` holds every live node's marker (a thread's turns
+    run on any node, so its files must be in one folder every node sees)."""
+    from gateway.cluster.markers import unseen_nodes
+    from gateway.store.postgres import cluster_nodes
+
+    url = settings.database.url or ""
+    try:
+        nodes = await asyncio.to_thread(cluster_nodes, url, settings.database.failover_seconds)
+    except sqlite3.Error as exc:
+        return [("warn", f"could not list the cluster's nodes ({exc})")]
+    alive = [node for node in nodes if node.alive]
+    if not alive:
+        return []
+    where = settings.workspaces_path
+    unseen = await asyncio.to_thread(unseen_nodes, where, alive)
+    if not unseen:
+        return [("ok", f"workspaces_dir {where}: the same folder on all {len(alive)} live nodes")]
+    return [
+        (
+            "fail",
+            f"workspaces_dir {where} does not hold the marker of node(s) {', '.join(unseen)}: those nodes "
+            "write threads' files somewhere else. Point workspaces_dir at one shared folder every node "
+            "mounts at the same path (docs/scaling.md)",
+        )
+    ]
+
 
 async def database_findings(settings: Settings, personas: list[Persona]) -> list[tuple[str, str]]:
     """``(level, text)`` lines: nothing when the store is the SQLite file."""
@@ -47,6 +77,8 @@ async def database_findings(settings: Settings, personas: list[Persona]) -> list
         else:
             role = "`talon run` here would be refused"
         found.append(("ok", f"a Talon daemon is running on this database; {role}"))
+    if settings.database.cluster and state.schema_version >= _NODES_SCHEMA:
+        found.extend(await _shared_workspaces(settings))
     queriers = [p.name for p in personas if any(c.startswith("db.query") for c in p.capabilities)]
     if queriers:
         found.append(

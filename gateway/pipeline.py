@@ -101,8 +101,8 @@ class Pipeline:
     """Args:
     limits: the channels' intake limits; the defaults, with full texts under the
         database's ``files`` folder, when not given.
-    data_path: the data dir, whose ``workspaces`` hold the threads' files (default: the
-        database's folder).
+    workspaces_path: the threads' workspaces, where their inbound files go (default:
+        ``workspaces`` in the database's folder).
     on_queued: work for a thread is due now.
     notice: posts the slow-down notice; without one it is only logged.
     """
@@ -115,12 +115,12 @@ class Pipeline:
         limits: IntakeLimits | None = None,
         on_queued: Callable[[int], None] = lambda thread_id: None,
         notice: Notice | None = None,
-        data_path: Path | None = None,
+        workspaces_path: Path | None = None,
     ):
         self.db = db
         self.bindings = bindings
         self.limits = limits or IntakeLimits(db.path.parent / "files")
-        self.data_path = data_path or db.path.parent
+        self.workspaces_path = workspaces_path or db.path.parent / "workspaces"
         self.on_queued = on_queued
         self.notice = notice
         self._wakes: dict[tuple[int, float], asyncio.TimerHandle] = {}
@@ -234,7 +234,7 @@ class Pipeline:
     async def _place(
         self, message_id: int, thread_id: int, persona: str, entries: list[dict[str, Any]]
     ) -> None:
-        folder = thread_folder(self.data_path, persona, thread_id)
+        folder = thread_folder(self.workspaces_path, persona, thread_id)
         placed = await asyncio.to_thread(inbound_files.place, folder, entries)
         await self.db.run_transaction(
             partial(set_attachments, message_id=message_id, attachments=json.dumps(placed))

@@ -5,11 +5,14 @@ One place names these folders for everything that touches them: the workspace to
 through), sub-agents, persona MCP servers and intake, which moves inbound files into the
 thread's workspace (:mod:`gateway.inbound_files`).
 
-- ``/workspace``: ``<data_dir>/workspaces/<persona>/threads/<thread_id>/``, one per thread.
-- ``/shared``: ``<data_dir>/workspaces/<persona>/shared/``, or the folder ``workspace.path`` of
+The root is ``workspaces_dir`` (``<data_dir>/workspaces`` unless set; in a cluster, storage
+every node shares):
+
+- ``/workspace``: ``<root>/<persona>/threads/<thread_id>/``, one per thread.
+- ``/shared``: ``<root>/<persona>/shared/``, or the folder ``workspace.path`` of
   persona.yaml (read-only when ``workspace.read_only`` is true), one per persona.
 
-Nothing else under ``<data_dir>/workspaces/<persona>`` is handed to anything: a program given
+Nothing else under ``<root>/<persona>`` is handed to anything: a program given
 the persona folder itself would see every thread's files.
 """
 
@@ -38,22 +41,22 @@ WORKSPACE = "/workspace"
 SHARED = "/shared"
 
 
-def thread_folder(data_path: Path, persona: str, thread_id: int) -> Path:
-    """``<data_path>/workspaces/<persona>/threads/<thread_id>``."""
-    return data_path / "workspaces" / persona / "threads" / str(int(thread_id))
+def thread_folder(workspaces_path: Path, persona: str, thread_id: int) -> Path:
+    """``<workspaces_path>/<persona>/threads/<thread_id>``."""
+    return workspaces_path / persona / "threads" / str(int(thread_id))
 
 
 def thread_workspace(settings: Settings, persona: str, thread_id: int) -> Path:
-    """``<data_dir>/workspaces/<persona>/threads/<thread_id>``: ``/workspace`` on the host."""
-    return thread_folder(settings.data_path, persona, thread_id)
+    """``<workspaces_dir>/<persona>/threads/<thread_id>``: ``/workspace`` on the host."""
+    return thread_folder(settings.workspaces_path, persona, thread_id)
 
 
 def shared_workspace(settings: Settings, persona: Persona) -> Path:
     """The persona's ``/shared`` on the host: ``workspace.path`` of persona.yaml, else
-    ``<data_dir>/workspaces/<persona>/shared``."""
+    ``<workspaces_dir>/<persona>/shared``."""
     if persona.shared_path is not None:
         return persona.shared_path
-    return settings.data_path / "workspaces" / persona.name / "shared"
+    return settings.workspaces_path / persona.name / "shared"
 
 
 def opened_roots(labels: Iterable[str], prefix: str) -> frozenset[str]:

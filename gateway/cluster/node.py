@@ -17,9 +17,11 @@ import socket
 import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from gateway import talon_version
+from gateway.cluster.markers import marker_text, remove_marker, write_marker
 from gateway.cluster.roles import RoleGate
 from gateway.database_settings import DatabaseSettings
 from gateway.store.db import Database
@@ -62,12 +64,21 @@ class ClusterNode:
         max_attempts (:obj:`int`): ``queue.max_attempts``: a lost node's items that used them
             up are dead-lettered, as after a crash.
         on_lost (Callable[[], None]): Called once when this node finds its work taken back.
+        workspaces_path (:class:`pathlib.Path`): ``workspaces_dir``, where the node leaves its
+            marker (:mod:`gateway.cluster.markers`).
     """
 
     def __init__(
-        self, db: Database, settings: DatabaseSettings, *, max_attempts: int, on_lost: Callable[[], None]
+        self,
+        db: Database,
+        settings: DatabaseSettings,
+        *,
+        max_attempts: int,
+        on_lost: Callable[[], None],
+        workspaces_path: Path,
     ) -> None:
         self.db = db
+        self.workspaces_path = workspaces_path
         self.node_id = settings.node_name()
         self.failover = settings.failover_seconds
         self.every = settings.heartbeat_seconds
@@ -108,15 +119,18 @@ class ClusterNode:
                 "its own database.node_id (the default is the host name)"
             )
         self._writer_pid = await self.db.on_writer_session(backend_pid)
+        host, pid, now = socket.gethostname(), os.getpid(), time.time()
         await self.db.run_transaction(
-            register_node,
-            self.node_id,
-            host=socket.gethostname(),
-            pid=os.getpid(),
-            version=talon_version(),
-            key=key,
-            now=time.time(),
+            register_node, self.node_id, host=host, pid=pid, version=talon_version(), key=key, now=now
         )
+        try:
+            await asyncio.to_thread(
+                write_marker, self.workspaces_path, self.node_id, marker_text(host, pid, now)
+            )
+        except OSError as exc:  # talon doctor names the node whose marker it cannot find
+            log.warning(
+                "could not leave this node's marker in workspaces_dir %s: %s", self.workspaces_path, exc
+            )
         log.info("joined the cluster as node %s", self.node_id)
 
     def start(self, queue: _Queue, outbox: _Outbox) -> None:
@@ -184,6 +198,7 @@ class ClusterNode:
 
     async def leave(self) -> None:
         """Leave in order: whatever this node still holds is taken back by the next node that looks."""
+        await asyncio.to_thread(remove_marker, self.workspaces_path, self.node_id)
         try:
             await self.db.run_transaction(leave, self.node_id)
         except sqlite3.Error as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from gateway.errors import RefusedError
 from gateway.store.connection_thread import ConnectionThread
 from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version, migrations
+from gateway.store.nodes import NodeRow, list_nodes
 from gateway.store.pg_connection import PgConnection, connect
 
 __all__ = [
@@ -199,6 +200,19 @@ class ServerState:
     server_version: str
     schema_version: int  # 0: no Talon tables yet
     node_running: bool  # some daemon holds the node lock
+
+
+def cluster_nodes(url: str, stale_after: float) -> list[NodeRow]:
+    """The cluster's registered nodes (blocking; the caller runs it in a thread).
+
+    Raises:
+        sqlite3.OperationalError: the server cannot be reached or refused the login.
+    """
+    conn = connect(url, application_name="talon-doctor")
+    try:
+        return list_nodes(conn, time.time(), stale_after)  # type: ignore[arg-type]
+    finally:
+        conn.close()
 
 
 def server_state(url: str) -> ServerState:

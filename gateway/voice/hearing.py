@@ -59,7 +59,7 @@ def wants_hearing(entry: dict[str, Any]) -> bool:
 class Hearing:
     """Args:
     clients: the providers' audio clients.
-    data_path: the data dir (the workspaces' root).
+    workspaces_path: the workspaces' root (``workspaces_dir``).
     """
 
     def __init__(
@@ -70,14 +70,14 @@ class Hearing:
         connectors: Mapping[str, Connector],
         outbox: Outbox,
         clients: AudioClients,
-        data_path: Path,
+        workspaces_path: Path,
     ):
         self.db = db
         self.settings = settings
         self.connectors = connectors
         self.outbox = outbox
         self.clients = clients
-        self.data_path = data_path
+        self.workspaces_path = workspaces_path
 
     async def hear(
         self, thread: ThreadRow, message_ids: Iterable[int], rows: Sequence[MessageRow]
@@ -157,7 +157,7 @@ class Hearing:
 
     def _host_path(self, thread: ThreadRow, virtual: str) -> Path:
         """The file behind a ``/workspace/...`` path, refused if it (or a link) leads out."""
-        root = thread_folder(self.data_path, str(thread.persona), thread.id).resolve()
+        root = thread_folder(self.workspaces_path, str(thread.persona), thread.id).resolve()
         relative = virtual[len(WORKSPACE) :].lstrip("/") if virtual.startswith(WORKSPACE + "/") else None
         if not relative:
             raise ValueError("the audio file is not in the thread's workspace")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
 from connectors.base import Connector
 from gateway.config import Settings
@@ -33,7 +32,6 @@ class Voice:
         settings: Settings,
         connectors: Mapping[str, Connector],
         outbox: Outbox,
-        data_path: Path,
     ):
         self.clients = AudioClients(settings)
         self.hearing = Hearing(
@@ -42,7 +40,7 @@ class Voice:
             connectors=connectors,
             outbox=outbox,
             clients=self.clients,
-            data_path=data_path,
+            workspaces_path=settings.workspaces_path,
         )
         self.speaking = Speaking(settings=settings, clients=self.clients, spool=outbox.spool)
         self._voiced: OrderedDict[int, bool] = OrderedDict()  # run id -> its batch had a voice note

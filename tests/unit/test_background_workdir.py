@@ -86,7 +86,7 @@ async def spawned_in(service: Delegation, working_directory: str | None, profile
 
 def other_thread(settings: Settings) -> Path:
     """Another thread's workspace of alice, with a file in it."""
-    folder = thread_folder(settings.data_path, "alice", 1)
+    folder = thread_folder(settings.workspaces_path, "alice", 1)
     folder.mkdir(parents=True)
     (folder / "secret.txt").write_text("not for background agents", encoding="utf-8")
     return folder.resolve()

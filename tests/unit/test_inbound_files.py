@@ -76,7 +76,9 @@ async def test_a_crash_before_the_move_is_finished_at_the_next_start(
 
     monkeypatch.undo()
     assert await _pipeline(db).recover() == 1
-    placed = thread_folder(tmp_path, "p", row["thread_id"]) / "inbox" / str(row["id"]) / "a.txt"
+    placed = (
+        thread_folder(tmp_path / "workspaces", "p", row["thread_id"]) / "inbox" / str(row["id"]) / "a.txt"
+    )
     assert placed.read_bytes() == b"alpha" and _bytes(attachment.path) is None
     assert await _entries(db, row["id"]) == [{k: v for k, v in entry.items() if k != "staged"}]
     assert await _pipeline(db).recover() == 0
@@ -90,7 +92,7 @@ async def test_a_crash_after_the_move_only_records_it(
     async def move_then_crash(
         self: Pipeline, message_id: int, thread_id: int, persona: str, entries: Any
     ) -> None:
-        inbound_files.place(thread_folder(tmp_path, persona, thread_id), entries)
+        inbound_files.place(thread_folder(tmp_path / "workspaces", persona, thread_id), entries)
         raise KeyboardInterrupt  # moved, but the message still says staged
 
     monkeypatch.setattr(Pipeline, "_place", move_then_crash)
@@ -103,7 +105,9 @@ async def test_a_crash_after_the_move_only_records_it(
     assert await _pipeline(db).recover() == 1
     [entry] = await _entries(db, row["id"])
     assert entry["path"] == f"/workspace/inbox/{row['id']}/b.txt" and "staged" not in entry
-    placed = thread_folder(tmp_path, "p", row["thread_id"]) / "inbox" / str(row["id"]) / "b.txt"
+    placed = (
+        thread_folder(tmp_path / "workspaces", "p", row["thread_id"]) / "inbox" / str(row["id"]) / "b.txt"
+    )
     assert placed.read_bytes() == b"bravo"
 
 
@@ -115,7 +119,9 @@ async def test_same_names_in_one_message_stay_apart(db: Database, tmp_path: Path
     entries = await _entries(db, result.message_id)
     inbox = f"/workspace/inbox/{result.message_id}"
     assert [e["path"] for e in entries] == [f"{inbox}/report.csv", f"{inbox}/report-2.csv"]
-    folder = thread_folder(tmp_path, "p", result.thread_id or 0) / "inbox" / str(result.message_id)
+    folder = (
+        thread_folder(tmp_path / "workspaces", "p", result.thread_id or 0) / "inbox" / str(result.message_id)
+    )
     assert sorted((p.name, p.read_bytes()) for p in folder.iterdir()) == [
         ("report-2.csv", b"two"),
         ("report.csv", b"one"),
@@ -127,7 +133,7 @@ async def test_a_link_planted_at_inbox_is_not_followed(db: Database, tmp_path: P
     outside.mkdir()
     pipeline = _pipeline(db)
     earlier = await pipeline.ingest(InboundEvent("tg", "0", KEY, "dm", Sender("7", "Ada"), "hello"))
-    workspace = thread_folder(tmp_path, "p", earlier.thread_id or 0)
+    workspace = thread_folder(tmp_path / "workspaces", "p", earlier.thread_id or 0)
     workspace.mkdir(parents=True)
     os.symlink(outside, workspace / "inbox")  # what a sandboxed shell could leave behind
     attachment = _staged(tmp_path, "c.txt", b"charlie")
@@ -145,7 +151,12 @@ async def test_a_redelivered_event_leaves_no_download_behind(db: Database, tmp_p
     again = _staged(tmp_path, "c.txt", b"charlie")  # the connector downloads it again, same name
     assert (await pipeline.ingest(_event(again))).status.value == "duplicate"
     assert _bytes(again.path) is None
-    placed = thread_folder(tmp_path, "p", first.thread_id) / "inbox" / str(first.message_id) / "c.txt"
+    placed = (
+        thread_folder(tmp_path / "workspaces", "p", first.thread_id)
+        / "inbox"
+        / str(first.message_id)
+        / "c.txt"
+    )
     assert placed.read_bytes() == b"charlie"
 
 
@@ -164,5 +175,7 @@ async def test_a_redelivery_keeps_the_download_the_first_delivery_still_needs(
     assert _bytes(again.path) == b"delta"
     assert await _pipeline(db).recover() == 1
     (row,) = await fetch_rows(db, "SELECT id, thread_id FROM messages")
-    placed = thread_folder(tmp_path, "p", row["thread_id"]) / "inbox" / str(row["id"]) / "d.txt"
+    placed = (
+        thread_folder(tmp_path / "workspaces", "p", row["thread_id"]) / "inbox" / str(row["id"]) / "d.txt"
+    )
     assert placed.read_bytes() == b"delta" and _bytes(again.path) is None

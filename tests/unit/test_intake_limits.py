@@ -237,7 +237,9 @@ async def test_a_redelivered_long_message_is_one_message_and_one_file(db: Databa
     assert len(row["text"]) < 20_200 and row["text"].startswith(original[:20_000])
     [attachment] = json.loads(row["attachments"])
     assert attachment["path"] == f"/workspace/inbox/{first.message_id}/message-77.txt"
-    folder = thread_folder(tmp_path, "p", first.thread_id or 0) / "inbox" / str(first.message_id)
+    folder = (
+        thread_folder(tmp_path / "workspaces", "p", first.thread_id or 0) / "inbox" / str(first.message_id)
+    )
     assert [p.name for p in folder.iterdir()] == ["message-77.txt"]
     assert contents(str(folder / "message-77.txt")) == original
     assert (await fetch_row(db, "SELECT COUNT(*) AS n FROM messages"))["n"] == 1

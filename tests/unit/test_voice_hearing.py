@@ -17,7 +17,14 @@ from tests.fakes.audio_api import FakeAudioAPI
 
 
 def _hearing(data: Path) -> Hearing:
-    return Hearing(db=None, settings=Settings(), connectors={}, outbox=None, clients=None, data_path=data)  # type: ignore[arg-type]
+    return Hearing(
+        db=None,
+        settings=Settings(),
+        connectors={},
+        outbox=None,
+        clients=None,
+        workspaces_path=data / "workspaces",
+    )  # type: ignore[arg-type]
 
 
 def _thread() -> Any:
