@@ -38,6 +38,7 @@ __all__ = [
     "MAX_COLUMNS",
     "POOL_SIZE",
     "POOL_WAIT",
+    "QUERY_TABLES",
     "Problem",
     "QueryResult",
     "ReadOnlyAccess",
@@ -47,6 +48,8 @@ __all__ = [
     "readonly_pool",
 ]
 
+# The tables db_query may read (DESIGN §4); tools.host.sql_rules scopes each to its caller.
+QUERY_TABLES = frozenset({"threads", "messages", "memory_items", "schedules"})
 # Read-only connections per database, each on its own thread.
 POOL_SIZE = 4
 # Seconds a call waits for a free connection before it is told to try again.

@@ -36,11 +36,11 @@ from psycopg.pq import Format
 
 from gateway.store import readonly
 from gateway.store.pg_connection import KEEPALIVES
-from gateway.store.query_role import RoleReport, prepare_role
-from gateway.store.readonly import MAX_COLUMNS, Problem, ReadOnlyAccess, ReadOnlyQueryError
+from gateway.store.query_role import RoleReport, inspect_role, prepare_role
+from gateway.store.readonly import MAX_COLUMNS, QUERY_TABLES, Problem, ReadOnlyAccess, ReadOnlyQueryError
 from gateway.store.readonly_results import QueryResult, ResultBudget
 
-__all__ = ["PgReadOnlyPool", "close_pg_readonly_connections", "pg_readonly_pool"]
+__all__ = ["PgReadOnlyPool", "close_pg_readonly_connections", "inspect_query_role", "pg_readonly_pool"]
 
 # Seconds after a query's time budget at which the client cancels it, should the server's
 # statement_timeout not have stopped it by then.
@@ -78,6 +78,26 @@ def _detail(exc: psycopg.Error) -> str:
     diag = exc.diag
     text = diag.message_primary or str(exc).splitlines()[0]
     return f"{text} ({diag.message_hint})" if diag.message_hint else text
+
+
+async def _connect(url: str) -> psycopg.AsyncConnection[Any]:
+    """A connection of db_query's own (autocommit, never prepared: each statement is new)."""
+    params = {**KEEPALIVES, **conninfo_to_dict(url), "application_name": "talon-query"}
+    return await psycopg.AsyncConnection.connect(**params, autocommit=True, prepare_threshold=None)
+
+
+async def inspect_query_role(url: str) -> RoleReport:
+    """What stands between db_query and its role on the database at ``url``, changing nothing
+    (``talon doctor``).
+
+    Raises:
+        psycopg.Error: The database could not be reached.
+    """
+    conn = await _connect(url)
+    try:
+        return await inspect_role(conn, QUERY_TABLES)
+    finally:
+        await conn.close()
 
 
 class _TooBig(Exception):
@@ -273,8 +293,7 @@ class PgReadOnlyPool:
         if self._idle:
             return self._idle.pop()
         try:
-            params = {**KEEPALIVES, **conninfo_to_dict(self.url), "application_name": "talon-query"}
-            conn = await psycopg.AsyncConnection.connect(**params, autocommit=True, prepare_threshold=None)
+            conn = await _connect(self.url)
         except psycopg.Error as exc:
             raise ReadOnlyQueryError("unavailable", _detail(exc)) from None
         try:

@@ -16,6 +16,10 @@ of the text times the length of what is searched for, inside one VM instruction 
 deadline can stop. Their search argument is therefore wrapped in :data:`SIZE_CHECK_FUNCTION`
 (registered on the store's read-only connections, :mod:`gateway.store.readonly`), which refuses
 one longer than the limits below.
+
+On a PostgreSQL store the same checked and scoped tree is rewritten for PostgreSQL by
+:mod:`tools.host.sql_postgres` (``engine="postgresql"``), with psycopg's ``%(name)s``
+parameters; the checks are the same, whichever database runs the query.
 """
 
 from __future__ import annotations

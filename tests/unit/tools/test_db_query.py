@@ -202,6 +202,48 @@ async def test_functions_and_operators_in_the_allowlist_work(ctx: ToolContext) -
     ]
 
 
+async def test_stored_timestamps_and_sqlite_idioms_answer_the_same_on_both_engines(
+    ctx: ToolContext, db: Database
+) -> None:
+    # created_at holds Unix seconds (a REAL on SQLite, a DOUBLE PRECISION on PostgreSQL).
+    await execute_sql(
+        db,
+        "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', ?, ?)",
+        ("  hello world.  ", 1_700_000_000.5),
+    )
+    sql = (
+        "SELECT datetime(created_at, 'unixepoch') AS t, "
+        "date(created_at, 'unixepoch', 'start of month', '+1 month') AS next_month, "
+        "strftime('%Y-%m-%d %H:%M', created_at, 'unixepoch') AS minute, CAST(created_at AS INTEGER) AS whole, "
+        "CAST(julianday('2024-03-01') - julianday('2024-02-01') AS INTEGER) AS days, "
+        "substr(trim(text), -6) AS tail, typeof(created_at) AS kind, iif(text GLOB '*world*', 'yes', 'no') AS g, "
+        "text LIKE '%HELLO%' AS ci, json_extract('{\"a\": [1, {\"b\": \"x\"}]}', '$.a[1].b') AS j, "
+        "round(created_at / 3600, 1) AS hours FROM messages WHERE created_at < ?"
+    )
+    result = await run(ctx, sql, [1_750_000_000])
+    assert result["rows"] == [
+        [
+            "2023-11-14 22:13:20",
+            "2023-12-01",
+            "2023-11-14 22:13",
+            1_700_000_000,
+            29,
+            "world.",
+            "real",
+            "yes",
+            1,
+            "x",
+            472222.2,
+        ]
+    ]
+    totals = await run(
+        ctx,
+        "SELECT sum(role = 'user') AS users, total(length(text)) AS chars, count(*) FILTER (WHERE role = 'assistant') AS a, "
+        "max(created_at) > 1600000000 AS recent FROM messages",
+    )
+    assert totals["rows"] == [[3, 52.0, 2, 1]]
+
+
 @pytest.mark.shared_store
 async def test_limit_cuts_and_reports_truncation(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT id FROM messages ORDER BY id", limit=2)
