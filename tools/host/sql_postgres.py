@@ -13,8 +13,9 @@ wrote for SQLite answers the same, and generates PostgreSQL SQL from it:
 - SQLite's loose typing, where PostgreSQL would refuse what a model writes for SQLite: text
   functions take any value, a comparison is 0 or 1 where a value is expected
   (``sum(role = 'user')``), a number is a condition where one is expected (``ON 1``), LIKE
-  ignores case, ``CAST(x AS INTEGER)`` truncates, and grouping by a table's ``id`` allows its
-  other columns (SQLite's bare columns, PostgreSQL's functional dependency).
+  ignores case, ``CAST(x AS INTEGER)`` truncates, text from a function is a number in
+  arithmetic, and grouping by a table's ``id`` allows its other columns (the first two and the
+  last in :mod:`tools.host.sql_postgres_passes`).
 - Placeholders become psycopg's ``%(name)s`` and every other ``%`` is doubled.
 
 What cannot mean the same on PostgreSQL is refused, saying what to write instead.
@@ -23,12 +24,13 @@ What cannot mean the same on PostgreSQL is refused, saying what to write instead
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from sqlglot import exp
 
 from tools.base import ToolError
+from tools.host.sql_postgres_passes import cast, conditions, grouped_columns, put
 from tools.host.sql_rules import MAX_PATTERN_BYTES, MAX_VALUE_BYTES
 
 __all__ = ["to_postgres"]
@@ -38,11 +40,14 @@ __all__ = ["to_postgres"]
 _MARK = "\x01"
 _MARKED = re.compile(f"{_MARK}([A-Za-z0-9_]+){_MARK}")
 _TIME_FUNCTIONS = frozenset({"date", "time", "datetime", "julianday", "unixepoch"})
-_PREDICATES: tuple[type[exp.Expression], ...] = (
-    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ,
-    exp.Like, exp.Glob, exp.Escape, exp.In, exp.Between, exp.Is, exp.And, exp.Or, exp.Not, exp.Boolean,
-)  # fmt: skip
 _SIMPLE_KEY = re.compile(r'[^.\["]+')
+# What the rewritten functions that give text are called: SQLite turns such text into a number
+# in arithmetic (strftime('%s', 'now') - created_at), PostgreSQL only when told.
+_TEXT_CALLS = frozenset({
+    "__talon_strftime", "__talon_date", "__talon_time", "__talon_datetime", "__talon_substr",
+    "__talon_replace", "__talon_json_sql", "__talon_value", "__talon_group_concat", "btrim", "ltrim",
+    "rtrim", "convert_from",
+})  # fmt: skip
 
 
 def to_postgres(tree: exp.Select, params: Mapping[str, Any]) -> str:
@@ -58,8 +63,8 @@ def to_postgres(tree: exp.Select, params: Mapping[str, Any]) -> str:
     Raises:
         :class:`tools.base.ToolError`: The query uses what PostgreSQL cannot do as SQLite does.
     """
-    _conditions(tree)
-    _grouped_columns(tree)
+    conditions(tree)
+    grouped_columns(tree)
     _Rewrite(params, tree).run()
     text = tree.sql(dialect="postgres", comments=False).replace("%", "%%")
     return _MARKED.sub(r"%(\1)s", text)
@@ -69,130 +74,12 @@ def _unavailable(what: str, instead: str) -> ToolError:
     return ToolError(f"{what} is not available on PostgreSQL, this deployment's database; {instead}")
 
 
-def _put(node: exp.Expression, build: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
-    """Replace ``node`` with ``build(node)``, which may contain ``node`` itself."""
-    holder = exp.Null()
-    node.replace(holder)
-    new = build(node)
-    holder.replace(new)
-    return new
-
-
 def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _cast(node: exp.Expression, to: str) -> exp.Cast:
-    cast = exp.Cast(this=node, to=exp.DataType.build(to, dialect="postgres"))
-    cast.meta["talon"] = True  # ours, not the caller's CAST: left as it is
-    return cast
-
-
 def _number(value: int) -> exp.Expression:
     return exp.Literal.number(value)
-
-
-# ---------------------------------------------------------------- conditions and values
-
-
-def _slot(node: exp.Expression) -> str:
-    """What the place of ``node`` expects: ``condition``, ``value`` or ``keep`` (syntax)."""
-    child, parent = node, node.parent
-    while isinstance(parent, exp.Paren):
-        child, parent = parent, parent.parent
-    key = child.arg_key
-    if isinstance(parent, exp.Where | exp.Having):
-        return "condition" if key == "this" else "value"
-    if isinstance(parent, exp.Join):
-        return "condition" if key == "on" else "keep"
-    if isinstance(parent, exp.And | exp.Or | exp.Not):
-        return "condition"
-    if isinstance(parent, exp.If) and key == "this":
-        # CASE x WHEN 1: a value compared with x; CASE WHEN c, iif(c, ...): a condition.
-        case = parent.parent
-        return "value" if isinstance(case, exp.Case) and case.args.get("this") is not None else "condition"
-    if isinstance(parent, exp.Escape) and key == "this":
-        return "keep"
-    if isinstance(parent, exp.Is) and key == "expression":
-        return "keep"
-    return "value"
-
-
-def _conditions(tree: exp.Select) -> None:
-    """SQLite's booleans are numbers: a comparison where a value goes is 0 or 1, and a number
-    where a condition goes is true unless 0."""
-    for node in list(tree.walk()):
-        if isinstance(node, exp.Paren) or node.parent is None:
-            continue
-        slot = _slot(node)
-        if slot == "value" and isinstance(node, _PREDICATES):
-            _put(node, lambda n: _cast(n, "INT"))
-        elif slot == "condition" and not isinstance(node, (*_PREDICATES, exp.Null)):
-            if isinstance(node, exp.Literal) and not node.is_string:
-                node.replace(exp.Boolean(this=float(node.this) != 0))
-            else:
-                _put(node, lambda n: exp.NEQ(this=exp.Paren(this=n), expression=_number(0)))
-
-
-# ---------------------------------------------------------------- grouping
-
-
-def _sources(select: exp.Select) -> dict[str, exp.Expression]:
-    """The scoped tables of ``select`` by their alias (lower case)."""
-    found: dict[str, exp.Expression] = {}
-    starts = [select.args.get("from_") or select.args.get("from")]
-    starts += [join for join in select.args.get("joins") or ()]
-    for start in starts:
-        source = start.this if start is not None else None
-        if isinstance(source, exp.Subquery) and source.alias:
-            found[source.alias.lower()] = source
-    return found
-
-
-def _aggregated(node: exp.Expression, select: exp.Select) -> bool:
-    parent = node.parent
-    while parent is not None and parent is not select:
-        if isinstance(parent, exp.Filter):
-            return True
-        aggregate = isinstance(parent, exp.AggFunc) or (
-            isinstance(parent, exp.Anonymous) and parent.name.lower() == "total"
-        )
-        if aggregate and not (isinstance(parent.parent, exp.Window) and parent.arg_key == "this"):
-            return True
-        parent = parent.parent
-    return False
-
-
-def _grouped_columns(select: exp.Select) -> None:
-    """Grouped by a table's ``id`` (its primary key), that table's other columns are single
-    values of the group: SQLite allows them bare, PostgreSQL does so only for a table it sees
-    directly, not a scoped one; ``min()`` of each gives that one value."""
-    group = select.args.get("group")
-    sources = _sources(select)
-    if group is None or not sources:
-        return
-    only = next(iter(sources)) if len(sources) == 1 else None
-    keyed = set()
-    for key in group.expressions:
-        if isinstance(key, exp.Column) and key.name.lower() == "id":
-            owner = key.table.lower() if key.table else only
-            if owner in sources:
-                keyed.add(owner)
-    if not keyed:
-        return
-    key_texts = {key.sql(dialect="sqlite").lower() for key in group.expressions}
-    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
-    order = select.args.get("order")
-    targets = [*select.expressions, select.args.get("having"), order]
-    for target in (t for t in targets if t is not None):
-        for column in list(target.find_all(exp.Column)):
-            owner = column.table.lower() if column.table else only
-            if owner not in keyed or column.sql(dialect="sqlite").lower() in key_texts:
-                continue
-            if target is order and not column.table and column.name.lower() in aliases:
-                continue  # ORDER BY a result column's name
-            if not _aggregated(column, select):
-                _put(column, lambda c: exp.Min(this=c))
 
 
 # ---------------------------------------------------------------- functions and values
@@ -228,7 +115,7 @@ class _Rewrite:
         untyped = (is_param and (value is None or isinstance(value, str))) or (
             isinstance(node, exp.Null) or (isinstance(node, exp.Literal) and node.is_string)
         )
-        return _cast(node, "TEXT") if untyped else node
+        return cast(node, "TEXT") if untyped else node
 
     def text(self, node: exp.Expression) -> exp.Expression:
         """``node`` as text: SQLite's text functions take any value."""
@@ -238,7 +125,7 @@ class _Rewrite:
             return _call("convert_from", node, exp.Literal.string("UTF8"))
         if isinstance(node, exp.Cast) and node.meta.get("talon") and node.to.is_type("text"):
             return node
-        return _cast(node, "TEXT")
+        return cast(node, "TEXT")
 
     def text_or_blob(self, node: exp.Expression) -> exp.Expression:
         return node if id(node) in self.blobs else self.text(node)
@@ -285,16 +172,16 @@ class _Rewrite:
         value = node.this
         # SQLite's type affinity of the name decides what the cast does.
         if "INT" in kind:  # truncates toward zero, where PostgreSQL would round
-            node.replace(_cast(_call("trunc", _cast(value, "NUMERIC")), "BIGINT"))
+            node.replace(cast(_call("trunc", cast(value, "NUMERIC")), "BIGINT"))
         elif any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
             node.replace(self.text(value))
         elif "BLOB" in kind or not kind:
             node.replace(self.blob(value if id(value) in self.blobs else _call(
                 "convert_to", self.text(value), exp.Literal.string("UTF8"))))  # fmt: skip
         elif any(word in kind for word in ("REAL", "FLOA", "DOUB")):
-            node.replace(_cast(value, "DOUBLE PRECISION"))
+            node.replace(cast(value, "DOUBLE PRECISION"))
         else:
-            node.replace(_cast(value, "NUMERIC"))
+            node.replace(cast(value, "NUMERIC"))
 
     def _Collate(self, node: exp.Collate) -> None:
         name = node.expression.name.upper()
@@ -316,6 +203,25 @@ class _Rewrite:
     def _Offset(self, node: exp.Offset) -> None:
         node.set("expression", _offset(node.expression))
 
+    def _Add(self, node: exp.Binary) -> None:
+        for arg in ("this", "expression"):
+            operand = node.args.get(arg)
+            if operand is not None and self.gives_text(operand):
+                node.set(arg, cast(operand, "NUMERIC"))
+
+    _Sub = _Mul = _Div = _Mod = _Add
+
+    def gives_text(self, node: exp.Expression) -> bool:
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Lower | exp.Upper):
+            return True
+        return (
+            isinstance(node, exp.Anonymous)
+            and node.name.lower() in _TEXT_CALLS
+            and id(node) not in self.blobs
+        )
+
     # -------------------------------------------------------------- text
 
     def _Length(self, node: exp.Length) -> None:
@@ -335,12 +241,12 @@ class _Rewrite:
         node.replace(self.blob(new) if id(value) in self.blobs else new)
 
     def bigint(self, node: exp.Expression) -> exp.Expression:
-        return node if isinstance(node, exp.Literal) and node.is_int else _cast(node, "BIGINT")
+        return node if isinstance(node, exp.Literal) and node.is_int else cast(node, "BIGINT")
 
     def integer(self, node: exp.Expression | None) -> exp.Expression | None:
         if node is None or (isinstance(node, exp.Literal) and node.is_int):
             return node
-        return _cast(node, "INT")
+        return cast(node, "INT")
 
     def _Trim(self, node: exp.Trim) -> None:
         name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(str(node.args.get("position")).upper(), "btrim")
@@ -365,7 +271,7 @@ class _Rewrite:
     def _DPipe(self, node: exp.DPipe) -> None:
         node.set("this", self.text(node.this))
         node.set("expression", self.text(node.expression))
-        _put(node, lambda n: _call("__talon_value", n, _number(MAX_VALUE_BYTES)))
+        put(node, lambda n: _call("__talon_value", n, _number(MAX_VALUE_BYTES)))
 
     def _GroupConcat(self, node: exp.GroupConcat) -> None:
         value = node.this
@@ -394,10 +300,10 @@ class _Rewrite:
     # -------------------------------------------------------------- numbers and types
 
     def _Round(self, node: exp.Round) -> None:
-        args = [_cast(node.this, "NUMERIC")]
+        args = [cast(node.this, "NUMERIC")]
         if node.args.get("decimals") is not None:
-            args.append(_cast(node.args["decimals"], "INT"))
-        node.replace(_cast(_call("round", *args), "DOUBLE PRECISION"))  # SQLite's round() is a real
+            args.append(cast(node.args["decimals"], "INT"))
+        node.replace(cast(_call("round", *args), "DOUBLE PRECISION"))  # SQLite's round() is a real
 
     def _Typeof(self, node: exp.Typeof) -> None:
         node.replace(_call("__talon_typeof", self.typed(node.this)))
@@ -428,7 +334,7 @@ class _Rewrite:
         lead = [self.text(args.pop(0))] if name == "strftime" and args else []
         value = self.text(args.pop(0)) if args else exp.Literal.string("now")
         modifiers = exp.Array(expressions=[self.text(m) for m in args])
-        return _call(f"__talon_{name}", *lead, value, _cast(modifiers, "TEXT[]"))
+        return _call(f"__talon_{name}", *lead, value, cast(modifiers, "TEXT[]"))
 
     # -------------------------------------------------------------- JSON
 
@@ -442,7 +348,7 @@ class _Rewrite:
         if node.expressions:
             raise _unavailable("json_extract() with several paths", "call it once for each path")
         found = _call("__talon_json_find", self.text(node.this), self.path(node.expression))
-        node.replace(_cast(found, "TEXT"))  # -> gives JSON text
+        node.replace(cast(found, "TEXT"))  # -> gives JSON text
 
     def _JSONType(self, node: exp.JSONType) -> None:
         path = self.path(node.args.get("expression"))
@@ -456,7 +362,7 @@ class _Rewrite:
         if name in _TIME_FUNCTIONS or name == "strftime":
             node.replace(self.time_call(name, args))
         elif name == "total":
-            node.replace(_call("__talon_total", _cast(args[0], "DOUBLE PRECISION")))
+            node.replace(_call("__talon_total", cast(args[0], "DOUBLE PRECISION")))
         elif name == "json_valid":
             node.replace(_call("__talon_json_valid", self.text(args[0])))
         elif name == "json_array_length":

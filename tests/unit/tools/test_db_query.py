@@ -218,7 +218,8 @@ async def test_stored_timestamps_and_sqlite_idioms_answer_the_same_on_both_engin
         "CAST(julianday('2024-03-01') - julianday('2024-02-01') AS INTEGER) AS days, "
         "substr(trim(text), -6) AS tail, typeof(created_at) AS kind, iif(text GLOB '*world*', 'yes', 'no') AS g, "
         "text LIKE '%HELLO%' AS ci, json_extract('{\"a\": [1, {\"b\": \"x\"}]}', '$.a[1].b') AS j, "
-        "round(created_at / 3600, 1) AS hours FROM messages WHERE created_at < ?"
+        "round(created_at / 3600, 1) AS hours, strftime('%s', '2024-01-01') - created_at AS age "
+        "FROM messages WHERE created_at < ?"
     )
     result = await run(ctx, sql, [1_750_000_000])
     assert result["rows"] == [
@@ -234,6 +235,7 @@ async def test_stored_timestamps_and_sqlite_idioms_answer_the_same_on_both_engin
             1,
             "x",
             472222.2,
+            4_067_199.5,
         ]
     ]
     totals = await run(
