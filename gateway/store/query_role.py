@@ -91,7 +91,7 @@ class _State:
     schema: str
     can_create: bool  # the user may create roles
     exists: bool
-    member: bool  # the user is a member of the role
+    member: bool  # the user may SET ROLE to the role
     usage: bool  # the role may use the schema
     marker: str | None  # the installed functions' version
 
@@ -100,7 +100,9 @@ _STATE = """
 SELECT current_database(), current_user, current_schema(),
        (SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user),
        r.oid IS NOT NULL,
-       r.oid IS NOT NULL AND pg_has_role(current_user, r.oid, 'MEMBER'),
+       r.oid IS NOT NULL AND CASE WHEN current_setting('server_version_num')::int >= 160000
+                                  THEN pg_has_role(current_user, r.oid, 'SET')  -- what SET ROLE needs
+                                  ELSE pg_has_role(current_user, r.oid, 'MEMBER') END,
        r.oid IS NOT NULL AND has_schema_privilege(r.oid, current_schema(), 'USAGE'),
        obj_description(to_regprocedure(%(marker)s), 'pg_proc')
 FROM (SELECT 1) AS one LEFT JOIN pg_roles AS r ON r.rolname = %(role)s

@@ -127,20 +127,45 @@ async def test_nodes_setting_the_role_up_at_once_both_answer(store: Database) ->
     assert [r.rows for r in results] == [[[1]]] * 3
 
 
-async def test_a_database_user_that_may_not_create_roles_is_told_what_to_run(
-    pg_server: PgServer, tmp_path: Path
-) -> None:
-    user = f"limited{next(_users)}_{int(time.time())}"
+async def _owned_by_new_user(pg_server: PgServer, attributes: str) -> tuple[str, str, str]:
+    """A new database owned by a new user (not a superuser): (admin URL, the user's URL, user)."""
+    user = f"owner{next(_users)}_{int(time.time())}"
     admin_url = await asyncio.to_thread(pg_server.new_database)
     name = admin_url.rsplit("/", 1)[1]
     await asyncio.to_thread(
         _admin,
         pg_server,
         admin_url,
-        f'CREATE ROLE "{user}" LOGIN',
+        f'CREATE ROLE "{user}" LOGIN {attributes}',
         f'ALTER DATABASE "{name}" OWNER TO "{user}"',
     )
-    url = admin_url.replace("talon@", f"{user}@")
+    return admin_url, admin_url.replace("talon@", f"{user}@"), user
+
+
+async def test_a_database_user_that_may_create_roles_sets_the_role_up_itself(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    admin_url, url, _ = await _owned_by_new_user(pg_server, "CREATEROLE")
+    db = await open_postgres(url, tmp_path)
+    ctx = ToolContext(thread_id=1, persona=_persona(tmp_path), db=db, settings=Settings())
+    try:
+        await _seed(db)
+        result = await db_query.TOOL.handler(ctx, {"sql": "SELECT count(*) AS n FROM messages"})
+        assert result["rows"] == [[1]]
+        assert (await _query(db, "SELECT current_user"))[0][0] == role_name(admin_url.rsplit("/", 1)[1])
+        with pytest.raises(readonly.ReadOnlyQueryError, match="permission denied for table outbox"):
+            await _query(db, "SELECT * FROM outbox")
+    finally:
+        await close_query_connections()
+        await db.close()
+        await asyncio.to_thread(pg_server.drop_database, admin_url)
+
+
+async def test_a_database_user_that_may_not_create_roles_is_told_what_to_run(
+    pg_server: PgServer, tmp_path: Path
+) -> None:
+    admin_url, url, user = await _owned_by_new_user(pg_server, "NOCREATEROLE")
+    name = admin_url.rsplit("/", 1)[1]
     db = await open_postgres(url, tmp_path)  # the store itself needs no CREATEROLE
     settings = Settings(database={"url": url})
     persona = _persona(tmp_path)
