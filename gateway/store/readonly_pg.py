@@ -100,16 +100,12 @@ async def inspect_query_role(url: str) -> RoleReport:
         await conn.close()
 
 
-class _TooBig(Exception):
-    """A value read from the result is longer than the access allows."""
-
-
 def _loaders(budget: ResultBudget, max_value: int) -> dict[int, type[Loader]]:
     """Binary loaders that cut each value to ``budget`` as the row is read."""
 
     def sized(data: memoryview | bytes) -> memoryview | bytes:
-        if len(data) > max_value:
-            raise _TooBig
+        if len(data) > max_value:  # as SQLite refuses to read it; psycopg lets this through
+            raise ReadOnlyQueryError("too_big", "string or blob too big")
         return data
 
     class Text(Loader):
@@ -169,8 +165,6 @@ class _Reader:
             await self.conn.execute(self.begin + sql.SQL("; SET LOCAL statement_timeout = {}").format(
                 _statement_timeout(budget)))  # fmt: skip
             return await self._read(statement, params, limit, deadline)
-        except _TooBig:
-            raise ReadOnlyQueryError("too_big", "string or blob too big") from None
         except psycopg.Error as exc:
             problem = _problem(exc)
             if problem == "argument":  # the size check: which function, how long, what limit
