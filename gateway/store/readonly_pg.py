@@ -51,7 +51,8 @@ _CURSOR = "talon_query"
 # Type OIDs: text, varchar, bpchar, name, "char", unknown; bytea; jsonb.
 _TEXT_TYPES = (25, 1043, 1042, 19, 18, 705)
 _BYTEA, _JSONB = 17, 3802
-_QUERY_ROLE = {"TL001": "argument", "TL002": "too_big", "TL003": "pattern"}
+# The SQLSTATEs of the __talon_* functions' limits (readonly_pg_functions.sql).
+_LIMITS: dict[str, Problem] = {"TL001": "argument", "TL002": "too_big", "TL003": "pattern"}
 
 
 def _statement_timeout(budget: float) -> int:
@@ -61,8 +62,8 @@ def _statement_timeout(budget: float) -> int:
 
 def _problem(exc: psycopg.Error) -> Problem:
     state = exc.sqlstate or ""
-    if state in _QUERY_ROLE:
-        return _QUERY_ROLE[state]  # type: ignore[return-value]
+    if state in _LIMITS:
+        return _LIMITS[state]
     if isinstance(exc, psycopg.errors.QueryCanceled):
         return "interrupted"
     if isinstance(exc, psycopg.errors.InsufficientPrivilege | psycopg.errors.ReadOnlySqlTransaction):
@@ -179,7 +180,17 @@ class _Reader:
     async def _read(
         self, statement: str, params: Mapping[str, Any], limit: int, deadline: float
     ) -> QueryResult:
-        cursor = self.conn.cursor()
+        async with self.conn.cursor() as cursor:
+            return await self._fetch(cursor, statement, params, limit, deadline)
+
+    async def _fetch(
+        self,
+        cursor: psycopg.AsyncCursor[Any],
+        statement: str,
+        params: Mapping[str, Any],
+        limit: int,
+        deadline: float,
+    ) -> QueryResult:
         # A cursor, so that the columns are known before any row is (and when there is none).
         await cursor.execute(f"DECLARE {_CURSOR} NO SCROLL CURSOR FOR {statement}", params)
         await cursor.execute(f"FETCH FORWARD 0 FROM {_CURSOR}", binary=True)
