@@ -334,7 +334,10 @@ class _Rewrite:
         lead = [self.text(args.pop(0))] if name == "strftime" and args else []
         value = self.text(args.pop(0)) if args else exp.Literal.string("now")
         modifiers = exp.Array(expressions=[self.text(m) for m in args])
-        return _call(f"__talon_{name}", *lead, value, cast(modifiers, "TEXT[]"))
+        call = _call(f"__talon_{name}", *lead, value, cast(modifiers, "TEXT[]"))
+        if name == "strftime":  # a long format can make a long text
+            return _call("__talon_value", call, _number(MAX_VALUE_BYTES))
+        return call
 
     # -------------------------------------------------------------- JSON
 
