@@ -175,6 +175,11 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         db, connectors, notice=poster.notice, park=lambda: queue.parked(), readings=READINGS
     )
     tool_services = ToolServices(poster, delegation, subagents, children, interactions)
+    query_pools = [readonly.close_readonly_connections]
+    if db.engine.name == "postgresql":
+        from gateway.store.readonly_pg import close_pg_readonly_connections  # psycopg: PostgreSQL only
+
+        query_pools.append(close_pg_readonly_connections)
     host_tools = HostTools(
         db=db,
         settings=settings,
@@ -182,7 +187,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bindings=bindings,
         services=tool_services,
         mcp=persona_mcp,
-        on_stop=[readonly.close_readonly_connections, partial(close_browser, settings.data_path)],
+        on_stop=[*query_pools, partial(close_browser, settings.data_path)],
     )
     children.attach(host_tools)
     gated = [(name, p.approvals) for name, p in personas.items()]

@@ -80,12 +80,29 @@ async def database_findings(settings: Settings, personas: list[Persona]) -> list
     if settings.database.cluster and state.schema_version >= _NODES_SCHEMA:
         found.extend(await _shared_workspaces(settings))
     queriers = [p.name for p in personas if any(c.startswith("db.query") for c in p.capabilities)]
-    if queriers:
-        found.append(
-            (
-                "warn",
-                f"db_query works on the SQLite store only; on PostgreSQL it answers with an error "
-                f"({', '.join(queriers)})",
-            )
-        )
+    if queriers and state.schema_version:
+        found.append(await _query_role_finding(url, queriers))
     return found
+
+
+async def _query_role_finding(url: str, queriers: list[str]) -> tuple[str, str]:
+    """Whether db_query (held by ``queriers``) can run as its role on this database."""
+    import psycopg
+
+    from gateway.store.readonly import QUERY_TABLES
+    from gateway.store.readonly_pg import inspect_query_role
+
+    who = ", ".join(queriers)
+    try:
+        report = await inspect_query_role(url)
+    except psycopg.Error as exc:
+        return (
+            "warn",
+            f"db_query ({who}): its role could not be checked ({exc.diag.message_primary or exc})",
+        )
+    if report.ready:
+        tables = ", ".join(sorted(QUERY_TABLES))
+        return ("ok", f"db_query ({who}) runs as the role {report.role}, which may read only {tables}")
+    if report.can_fix:
+        return ("ok", f"db_query ({who}) sets up its role {report.role} at its first query")
+    return ("warn", f"db_query ({who}) cannot run on this database yet: {report.advice()}")

@@ -67,12 +67,26 @@ class PgServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{USER}@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self) -> str:
-        """The URL of a new, empty database."""
+    def new_database(self, template: str | None = None) -> str:
+        """The URL of a new database: empty, or a copy of the database ``template`` (by name,
+        which nothing may be connected to)."""
         name = f"t{os.getpid()}_{next(self._names)}"
+        copy = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
+
+    def make_template(self, name: str) -> None:
+        """Close the database ``name`` to connections (autovacuum's too), so that copies of it
+        need not wait for it to be left."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
+
+    def drop_database(self, url: str) -> None:
+        """Drop the database at ``url`` (made by :meth:`new_database`), whoever is connected."""
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextmanager

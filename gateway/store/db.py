@@ -207,12 +207,14 @@ class Database:
         checkpoints: ConnectionThread | None,
         path: Path,
         engine: Engine,
+        url: str | None = None,
     ):
         self._writer = writer
         self._reader = reader
         self._checkpoints = checkpoints
         self.path = path
         self.engine = engine
+        self.url = url  # PostgreSQL's connection URL, for connections of its own (db_query's)
         self._write_lock = asyncio.Lock()
         self._writes = 0  # committed write transactions, so an idle database is left alone
         self._group: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []

@@ -190,7 +190,7 @@ async def open_postgres(
             await worker.close()
         raise
     writer, reader = opened
-    return Database(writer, reader, None, data_path / DB_FILE, POSTGRESQL)
+    return Database(writer, reader, None, data_path / DB_FILE, POSTGRESQL, url=url)
 
 
 @dataclass(frozen=True, slots=True)

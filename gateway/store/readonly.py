@@ -20,7 +20,6 @@ users; the pool itself never decides what a person is told.
 from __future__ import annotations
 
 import asyncio
-import base64
 import math
 import os
 import sqlite3
@@ -28,16 +27,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from gateway.errors import RefusedError
+from gateway.store.readonly_results import QueryResult, ResultBudget
 
 __all__ = [
     "MAX_COLUMNS",
     "POOL_SIZE",
     "POOL_WAIT",
+    "QUERY_TABLES",
     "Problem",
     "QueryResult",
     "ReadOnlyAccess",
@@ -47,6 +48,8 @@ __all__ = [
     "readonly_pool",
 ]
 
+# The tables db_query may read (DESIGN §4); tools.host.sql_rules scopes each to its caller.
+QUERY_TABLES = frozenset({"threads", "messages", "memory_items", "schedules"})
 # Read-only connections per database, each on its own thread.
 POOL_SIZE = 4
 # Seconds a call waits for a free connection before it is told to try again.
@@ -58,7 +61,6 @@ CELL_BYTE_LIMIT = 100_000
 # Result columns at most: SQLite holds a row's values together, up to the value limit each.
 MAX_COLUMNS = 64
 _PROGRESS_STEPS = 1000  # VM instructions between deadline checks
-_SMALL_CELL = 8  # what a number or NULL counts against the budget
 
 Problem = Literal[
     "busy",  # every connection stayed busy for POOL_WAIT
@@ -70,8 +72,9 @@ Problem = Literal[
     "columns",  # more result columns than MAX_COLUMNS
     "denied",  # the authorizer refused a table, function or statement
     "argument",  # the size check refused a search argument (detail: the access's refusal)
-    "value",  # a parameter could not be passed to SQLite
-    "failed",  # any other SQLite error
+    "value",  # a parameter could not be passed to the database
+    "setup",  # PostgreSQL: the query role is not ready (detail: what is wrong and how to fix it)
+    "failed",  # any other database error
 ]
 
 
@@ -113,15 +116,6 @@ class ReadOnlyAccess:
     refusal: Callable[[str, int, int], str]
 
 
-@dataclass(slots=True)
-class QueryResult:
-    """A query's columns and rows (blobs as ``{"base64": ...}``, cut cells marked)."""
-
-    columns: list[str]
-    rows: list[list[Any]] = field(default_factory=list)
-    truncated: bool = False
-
-
 def _authorizer(
     access: ReadOnlyAccess,
 ) -> Callable[[int, str | None, str | None, str | None, str | None], int]:
@@ -159,10 +153,6 @@ def _problem(exc: sqlite3.Error) -> Problem:
 # ---------------------------------------------------------------- reading a result
 
 
-def _marker(cut: int) -> str:
-    return f"…[truncated {cut:,} bytes]"
-
-
 def _byte_size(value: Any) -> int:
     if isinstance(value, bytes):
         return len(value)
@@ -171,68 +161,7 @@ def _byte_size(value: Any) -> int:
     return 0  # a number, converted to a short text by SQLite
 
 
-def _char_start(data: bytes, end: int) -> int:
-    """``end`` moved back to the start of the UTF-8 character it falls in."""
-    while end > 0 and data[end] & 0xC0 == 0x80:
-        end -= 1
-    return end
-
-
-class _Budget:
-    """The bytes a result may still use; cuts long cells while the row is being read."""
-
-    def __init__(self, total: int, cell_limit: int) -> None:
-        self.left = total
-        self.cell_limit = cell_limit
-        self.row_used = 0
-        self.row_overflows = False  # a cell of this row was cut to the budget, not the cell limit
-        self.cut_any = False
-
-    def start_row(self) -> None:
-        self.row_used = 0
-        self.row_overflows = False
-
-    def end_row(self) -> None:
-        self.left -= self.row_used
-
-    def _take(self, size: int) -> int:
-        """How many of ``size`` bytes the cell keeps."""
-        room = max(0, min(self.cell_limit, self.left - self.row_used))
-        keep = min(size, room)
-        if keep < min(size, self.cell_limit):
-            self.row_overflows = True
-        if keep < size:
-            self.cut_any = True
-        return keep
-
-    def text(self, data: bytes) -> str:
-        keep = self._take(len(data))
-        if keep == len(data):
-            self.row_used += keep
-            return data.decode("utf-8", "replace")
-        keep = _char_start(data, keep)
-        self.row_used += keep
-        return data[:keep].decode("utf-8", "replace") + _marker(len(data) - keep)
-
-    def cell(self, value: Any) -> Any:
-        """A fetched value as JSON; text was already cut by :meth:`text` as it was read."""
-        if isinstance(value, bytes):
-            keep = self._take(len(value))
-            self.row_used += keep
-            blob: dict[str, Any] = {"base64": base64.b64encode(value[:keep]).decode("ascii")}
-            if keep < len(value):
-                blob["truncated_bytes"] = len(value) - keep
-            return blob
-        if not isinstance(value, str):
-            if self.left - self.row_used < _SMALL_CELL:
-                self.row_overflows = True
-            self.row_used += _SMALL_CELL
-        if isinstance(value, float) and not math.isfinite(value):
-            return str(value)
-        return value
-
-
-def _collect(cursor: sqlite3.Cursor, limit: int, budget: _Budget) -> QueryResult:
+def _collect(cursor: sqlite3.Cursor, limit: int, budget: ResultBudget) -> QueryResult:
     result = QueryResult([d[0] for d in cursor.description or ()])
     while True:
         budget.start_row()
@@ -275,7 +204,7 @@ class _Reader:
         # query can never land on the next.
         self._lock = threading.Lock()
         self._job: _Job | None = None
-        self._budget: _Budget | None = None
+        self._budget: ResultBudget | None = None
         self._deadline = math.inf
 
     async def open(self, path: Path) -> None:
@@ -331,7 +260,7 @@ class _Reader:
         with self._lock:
             self._job = job
         self._deadline = job.deadline
-        self._budget = _Budget(RESULT_BYTE_BUDGET, CELL_BYTE_LIMIT)
+        self._budget = ResultBudget(RESULT_BYTE_BUDGET, CELL_BYTE_LIMIT)
         cursor: sqlite3.Cursor | None = None
         try:
             cursor = self._conn.execute(job.sql, job.params)

@@ -1,21 +1,25 @@
 """``db_query`` (``db.query:own``): restricted read-only SQL over the caller's own data.
 
 The query is checked and scoped by :mod:`tools.host.sql_guard`, then run within
-:data:`QUERY_TIME_BUDGET` on the store's pool of read-only connections
-(:mod:`gateway.store.readonly`), which may read only the guard's tables and call only its
-functions; this module words what went wrong for the model.
+:data:`QUERY_TIME_BUDGET` on the store's pool of read-only connections: on SQLite
+(:mod:`gateway.store.readonly`) connections that may read only the guard's tables and call
+only its functions; on PostgreSQL (:mod:`gateway.store.readonly_pg`) read-only transactions as
+a role that may read only those tables, the SQL rewritten for PostgreSQL by the guard
+(:mod:`tools.host.sql_postgres`). This module words what went wrong for the model, the same
+whichever database answered.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.lazy_import import import_off_loop
 from gateway.store.readonly import (
     MAX_COLUMNS,
     POOL_WAIT,
     ReadOnlyAccess,
+    ReadOnlyPool,
     ReadOnlyQueryError,
     readonly_pool,
 )
@@ -30,6 +34,9 @@ from tools.host.sql_rules import (
     SIZE_CHECK_FUNCTION,
     search_argument_refusal,
 )
+
+if TYPE_CHECKING:
+    from gateway.store.readonly_pg import PgReadOnlyPool
 
 __all__ = ["ACCESS", "TOOL", "run_query"]
 
@@ -76,7 +83,9 @@ def _explain(exc: ReadOnlyQueryError, budget: float) -> str:
         case "argument":
             return exc.detail
         case "value":  # a value the guard let through by mistake
-            return f"a value could not be passed to SQLite: {exc.detail}"
+            return f"a value could not be passed to the database: {exc.detail}"
+        case "setup":
+            return f"db_query is not set up on this PostgreSQL database yet: {exc.detail}"
     return f"the query failed: {exc.detail}"
 
 
@@ -95,12 +104,7 @@ async def run_query(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
     Raises:
         :class:`tools.base.ToolError`: The query was refused, failed or ran too long.
     """
-    if ctx.db.engine.name != "sqlite":
-        # Its guarantees (the authorizer, the value limits, the interrupt) are SQLite's own.
-        raise ToolError(
-            "db_query is not available on this deployment: its database is PostgreSQL, and db_query "
-            "reads only the SQLite store; use memory_access to read this thread's memory"
-        )
+    postgresql = ctx.db.engine.name == "postgresql"
     # The guard's SQL parser is imported on the first query, off the loop: few turns query.
     guard = await import_off_loop("tools.host.sql_guard")
     prepared = guard.prepare_query(
@@ -109,9 +113,15 @@ async def run_query(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
         args.get("limit"),
         thread_id=ctx.thread_id,
         persona=ctx.persona.name,
+        engine="postgresql" if postgresql else "sqlite",
     )
     budget = QUERY_TIME_BUDGET
-    pool = readonly_pool(Path(ctx.db.path), ACCESS)
+    pool: ReadOnlyPool | PgReadOnlyPool
+    if postgresql and ctx.db.url:
+        readonly_pg = await import_off_loop("gateway.store.readonly_pg")
+        pool = readonly_pg.pg_readonly_pool(ctx.db.url, ACCESS)
+    else:
+        pool = readonly_pool(Path(ctx.db.path), ACCESS)
     try:
         result = await pool.query(prepared.sql, dict(prepared.params), prepared.limit, budget)
     except ReadOnlyQueryError as exc:
@@ -129,10 +139,11 @@ TOOL = HostTool(
     internal_name="db.query",
     prefix="db.query",
     description=(
-        "Run one read-only SELECT against Talon's database. Readable tables: messages, memory_items "
-        "and threads (only the current thread's rows) and schedules (only this persona's). No "
-        "subqueries, UNION, WITH or writes; use ? placeholders with params. Long values end with "
-        "'…[truncated N bytes]'; read further with substr()."
+        "Run one read-only SELECT (SQLite syntax, on SQLite or PostgreSQL alike) against Talon's "
+        "database. Readable tables: messages, memory_items and threads (only the current thread's "
+        "rows) and schedules (only this persona's). No subqueries, UNION, WITH or writes; use ? "
+        "placeholders with params. Long values end with '…[truncated N bytes]'; read further with "
+        "substr()."
     ),
     input_schema={
         "type": "object",

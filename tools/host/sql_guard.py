@@ -16,6 +16,10 @@ of the text times the length of what is searched for, inside one VM instruction 
 deadline can stop. Their search argument is therefore wrapped in :data:`SIZE_CHECK_FUNCTION`
 (registered on the store's read-only connections, :mod:`gateway.store.readonly`), which refuses
 one longer than the limits below.
+
+On a PostgreSQL store the same checked and scoped tree is rewritten for PostgreSQL by
+:mod:`tools.host.sql_postgres` (``engine="postgresql"``), with psycopg's ``%(name)s``
+parameters; the checks are the same, whichever database runs the query.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import sqlglot
 from sqlglot import exp
@@ -33,6 +37,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
 from tools.base import ToolError
+from tools.host.sql_postgres import to_postgres
 from tools.host.sql_rules import (
     ALLOWED_FUNCTIONS,
     ALLOWED_TABLES,
@@ -60,12 +65,14 @@ __all__ = [
     "PERSONA_PARAM",
     "SIZE_CHECK_FUNCTION",
     "THREAD_PARAM",
+    "Engine",
     "PreparedQuery",
     "prepare_query",
     "search_argument_refusal",
 ]
 
 DIALECT = "sqlite"
+Engine = Literal["sqlite", "postgresql"]
 MAX_SQL_CHARS = 20_000
 MAX_PARAMS = 100
 _USER_PARAM = "__p{}"
@@ -126,7 +133,9 @@ def _refuse(why: str, *, hint: bool = True) -> ToolError:
     return ToolError(f"{why}. {_ALLOWED_HINT}." if hint else why)
 
 
-def prepare_query(sql: Any, params: Any, limit: Any, *, thread_id: int, persona: str) -> PreparedQuery:
+def prepare_query(
+    sql: Any, params: Any, limit: Any, *, thread_id: int, persona: str, engine: Engine = "sqlite"
+) -> PreparedQuery:
     """Check a caller's query and confine it to the caller's thread and persona.
 
     Args:
@@ -135,6 +144,9 @@ def prepare_query(sql: Any, params: Any, limit: Any, *, thread_id: int, persona:
         limit (:obj:`int` | :obj:`None`): Rows wanted (default 100, at most 1000).
         thread_id (:obj:`int`): The calling run's thread.
         persona (:obj:`str`): The calling persona's name.
+        engine (``"sqlite"`` | ``"postgresql"``): The store's database, which the SQL is
+            generated for: SQLite's with ``:name`` parameters, or PostgreSQL's with psycopg's
+            ``%(name)s`` (:func:`tools.host.sql_postgres.to_postgres`).
 
     Returns:
         :class:`PreparedQuery`
@@ -143,7 +155,7 @@ def prepare_query(sql: Any, params: Any, limit: Any, *, thread_id: int, persona:
         :class:`tools.base.ToolError`: Saying what was refused and what is allowed.
     """
     rows = _check_limit(limit)
-    values = _check_params(params)
+    values = _check_params(params, engine)
     text = _check_text(sql)
     text = _number_placeholders(text, len(values))
     tree = _parse_one(text)
@@ -158,7 +170,10 @@ def prepare_query(sql: Any, params: Any, limit: Any, *, thread_id: int, persona:
     bindings: dict[str, Any] = {_USER_PARAM.format(i + 1): v for i, v in enumerate(values)}
     bindings[THREAD_PARAM] = thread_id
     bindings[PERSONA_PARAM] = persona
-    return PreparedQuery(tree.sql(dialect=DIALECT, comments=False), bindings, rows)
+    text = (
+        to_postgres(tree, bindings) if engine == "postgresql" else tree.sql(dialect=DIALECT, comments=False)
+    )
+    return PreparedQuery(text, bindings, rows)
 
 
 # ---------------------------------------------------------------- arguments
@@ -177,7 +192,7 @@ def _check_limit(limit: Any) -> int:
     return limit
 
 
-def _check_params(params: Any) -> list[Any]:
+def _check_params(params: Any, engine: Engine) -> list[Any]:
     if params is None:
         return []
     if not isinstance(params, Sequence) or isinstance(params, str | bytes):
@@ -185,17 +200,18 @@ def _check_params(params: Any) -> list[Any]:
     if len(params) > MAX_PARAMS:
         raise ToolError(f"params has {len(params)} values; at most {MAX_PARAMS} are allowed")
     for i, value in enumerate(params):
-        _check_param(f"params[{i}]", value)
+        _check_param(f"params[{i}]", value, engine)
     return list(params)
 
 
-def _check_param(name: str, value: Any) -> None:
-    """Refuse, naming the parameter, any value SQLite cannot bind as it is."""
+def _check_param(name: str, value: Any, engine: Engine) -> None:
+    """Refuse, naming the parameter, any value the database cannot bind as it is."""
+    shown = "PostgreSQL" if engine == "postgresql" else "SQLite"
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolError(f"{name} is {value!r}; use a finite number")
     if isinstance(value, int) and not _SQLITE_INT[0] <= value <= _SQLITE_INT[1]:
         raise ToolError(
-            f"{name} is an integer outside the range SQLite stores ({_SQLITE_INT[0]} to {_SQLITE_INT[1]}); "
+            f"{name} is an integer outside the range {shown} stores ({_SQLITE_INT[0]} to {_SQLITE_INT[1]}); "
             "pass a smaller number, or pass it as a string or a decimal number"
         )
     if isinstance(value, str):
@@ -204,6 +220,8 @@ def _check_param(name: str, value: Any) -> None:
             raise ToolError(
                 f"{name} is {size:,} bytes of text; at most {MAX_VALUE_BYTES:,} bytes are allowed"
             )
+        if engine == "postgresql" and "\x00" in value:
+            raise ToolError(f"{name} contains a NUL character, which PostgreSQL text cannot hold")
     elif value is not None and not isinstance(value, int | float):
         raise ToolError(f"{name} must be a string, number, boolean or null, not {type(value).__name__}")
 

@@ -34,7 +34,8 @@ MAX_VALUE_BYTES = 1_000_000
 MAX_PATTERN_BYTES = 200
 # What instr() and replace() search for: compared with memcmp, so cheaper per byte.
 MAX_NEEDLE_BYTES = 10_000
-# Called as __talon_short(value, max_bytes, function_name); not callable from user SQL.
+# Called as __talon_short(value, max_bytes, function_name); not callable from user SQL. On
+# PostgreSQL it is one of the __talon_* functions in gateway/store/readonly_pg_functions.sql.
 SIZE_CHECK_FUNCTION = "__talon_short"
 
 # table -> (column, parameter) that confines it to the caller. Schedules belong to a persona
@@ -50,6 +51,7 @@ ALLOWED_TABLES = frozenset(SCOPES)
 
 # Function names as SQLite reports them to the authorizer (lower case). Nothing that reads
 # files, loads code, or builds large values from small input (randomblob, zeroblob, printf).
+# On PostgreSQL each means the same (tools/host/sql_postgres.py rewrites them).
 ALLOWED_FUNCTIONS = frozenset(
     {
         "count", "sum", "avg", "min", "max", "total", "group_concat",

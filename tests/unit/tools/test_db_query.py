@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +13,10 @@ import pytest
 
 from gateway.config import Settings
 from gateway.personas import Persona
-from gateway.store import readonly
-from gateway.store.db import Database, open_database
+from gateway.store import readonly, readonly_pg
+from gateway.store.db import Database
 from tests.store_helpers import execute_sql, fetch_rows
+from tests.unit.tools.db_query_stores import ENGINES, SeededStores
 from tools.base import ToolContext, ToolError
 from tools.host import db_query
 from tools.host.sql_guard import prepare_query
@@ -83,31 +82,17 @@ async def _seed(db: Database) -> None:
 
 
 @pytest.fixture(scope="module")
-def seeded_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One seeded database file per module; each test works on its own copy."""
-
-    async def build(path: Path) -> None:
-        database = await open_database(path)
-        try:
-            await _seed(database)
-        finally:
-            await database.close()
-
-    path = tmp_path_factory.mktemp("seed") / "talon.db"
-    asyncio.run(build(path))
-    return path
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededStores]:
+    """One seeded store per engine and module; each test works on its own copy."""
+    stores = SeededStores(_seed, tmp_path_factory.mktemp("seed"))
+    yield stores
+    stores.drop()
 
 
-@pytest.fixture
-async def db(seeded_file: Path, tmp_path: Path) -> AsyncIterator[Database]:
-    copy = tmp_path / "talon.db"
-    shutil.copyfile(seeded_file, copy)
-    database = await open_database(copy)
-    try:
+@pytest.fixture(params=ENGINES)
+async def db(request: pytest.FixtureRequest, seeded: SeededStores, tmp_path: Path) -> AsyncIterator[Database]:
+    async for database in seeded.copy(request, request.param, tmp_path):
         yield database
-    finally:
-        await readonly.close_readonly_connections()
-        await database.close()
 
 
 @pytest.fixture
@@ -138,11 +123,13 @@ async def run(
 # ---------------------------------------------------------------- legitimate queries
 
 
+@pytest.mark.shared_store
 async def test_count_of_messages_counts_only_this_thread(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT count(*) AS n FROM messages")
     assert result == {"columns": ["n"], "rows": [[4]], "row_count": 1, "truncated": False}
 
 
+@pytest.mark.shared_store
 async def test_last_messages_newest_first(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT role, text FROM messages ORDER BY id DESC LIMIT 5")
     assert result["rows"] == [
@@ -153,11 +140,13 @@ async def test_last_messages_newest_first(ctx: ToolContext) -> None:
     ]
 
 
+@pytest.mark.shared_store
 async def test_memory_items_by_type_with_a_parameter(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT key, value FROM memory_items WHERE type = ? ORDER BY key", ["fact"])
     assert result["rows"] == [["city", "Lisbon"], ["lang", "pt"]]
 
 
+@pytest.mark.shared_store
 async def test_join_messages_with_threads(ctx: ToolContext) -> None:
     sql = (
         "SELECT t.chat_id, t.title, count(m.id) AS n FROM threads AS t "
@@ -166,6 +155,7 @@ async def test_join_messages_with_threads(ctx: ToolContext) -> None:
     assert (await run(ctx, sql))["rows"] == [["mine", "own title", 4]]
 
 
+@pytest.mark.shared_store
 async def test_group_by_role(ctx: ToolContext) -> None:
     sql = "SELECT role, count(*) AS n, group_concat(text, ' | ') AS texts FROM messages GROUP BY role ORDER BY role"
     result = await run(ctx, sql)
@@ -173,17 +163,20 @@ async def test_group_by_role(ctx: ToolContext) -> None:
     assert result["rows"] == [["assistant", 2, "hi there | ship it"], ["user", 2, "hello | what is the plan"]]
 
 
+@pytest.mark.shared_store
 async def test_schedules_are_the_personas_own(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT id, label FROM schedules ORDER BY id")
     assert result["rows"] == [["s-a1", "daily digest"], ["s-a2", "weekly report"]]
 
 
+@pytest.mark.shared_store
 async def test_placeholders_bind_in_textual_order_even_in_limit_offset(ctx: ToolContext) -> None:
     # SQLite reads "LIMIT a, b" as OFFSET a LIMIT b; the values must follow the text.
     result = await run(ctx, "SELECT text FROM messages WHERE role = ? ORDER BY id LIMIT ?, ?", ["user", 1, 5])
     assert result["rows"] == [["what is the plan"]]
 
 
+@pytest.mark.shared_store
 async def test_placeholders_after_non_ascii_text_bind_correctly(ctx: ToolContext) -> None:
     result = await run(
         ctx,
@@ -193,6 +186,7 @@ async def test_placeholders_after_non_ascii_text_bind_correctly(ctx: ToolContext
     assert result["rows"] == [["hi there"]]
 
 
+@pytest.mark.shared_store
 async def test_functions_and_operators_in_the_allowlist_work(ctx: ToolContext) -> None:
     sql = (
         "SELECT upper(substr(text, 1, 2)) AS a, length(text) AS b, coalesce(NULL, 'x') AS c, "
@@ -208,6 +202,51 @@ async def test_functions_and_operators_in_the_allowlist_work(ctx: ToolContext) -
     ]
 
 
+async def test_stored_timestamps_and_sqlite_idioms_answer_the_same_on_both_engines(
+    ctx: ToolContext, db: Database
+) -> None:
+    # created_at holds Unix seconds (a REAL on SQLite, a DOUBLE PRECISION on PostgreSQL).
+    await execute_sql(
+        db,
+        "INSERT INTO messages (thread_id, role, text, created_at) VALUES (1, 'user', ?, ?)",
+        ("  hello world.  ", 1_700_000_000.5),
+    )
+    sql = (
+        "SELECT datetime(created_at, 'unixepoch') AS t, "
+        "date(created_at, 'unixepoch', 'start of month', '+1 month') AS next_month, "
+        "strftime('%Y-%m-%d %H:%M', created_at, 'unixepoch') AS minute, CAST(created_at AS INTEGER) AS whole, "
+        "CAST(julianday('2024-03-01') - julianday('2024-02-01') AS INTEGER) AS days, "
+        "substr(trim(text), -6) AS tail, typeof(created_at) AS kind, iif(text GLOB '*world*', 'yes', 'no') AS g, "
+        "text LIKE '%HELLO%' AS ci, json_extract('{\"a\": [1, {\"b\": \"x\"}]}', '$.a[1].b') AS j, "
+        "round(created_at / 3600, 1) AS hours, strftime('%s', '2024-01-01') - created_at AS age "
+        "FROM messages WHERE created_at < ?"
+    )
+    result = await run(ctx, sql, [1_750_000_000])
+    assert result["rows"] == [
+        [
+            "2023-11-14 22:13:20",
+            "2023-12-01",
+            "2023-11-14 22:13",
+            1_700_000_000,
+            29,
+            "world.",
+            "real",
+            "yes",
+            1,
+            "x",
+            472222.2,
+            4_067_199.5,
+        ]
+    ]
+    totals = await run(
+        ctx,
+        "SELECT sum(role = 'user') AS users, total(length(text)) AS chars, count(*) FILTER (WHERE role = 'assistant') AS a, "
+        "max(created_at) > 1600000000 AS recent FROM messages",
+    )
+    assert totals["rows"] == [[3, 52.0, 2, 1]]
+
+
+@pytest.mark.shared_store
 async def test_limit_cuts_and_reports_truncation(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT id FROM messages ORDER BY id", limit=2)
     assert result["row_count"] == 2 and result["truncated"] is True
@@ -228,6 +267,7 @@ async def test_default_limit_is_100(ctx: ToolContext, db: Database) -> None:
     assert result["row_count"] == 100 and result["truncated"] is True
 
 
+@pytest.mark.shared_store
 async def test_oversized_results_are_cut(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(readonly, "RESULT_BYTE_BUDGET", 13)
     result = await run(ctx, "SELECT text FROM messages ORDER BY id")
@@ -243,17 +283,20 @@ async def test_new_writes_are_visible_to_the_next_query(ctx: ToolContext, db: Da
     assert (await run(ctx, "SELECT count(*) FROM messages"))["rows"] == [[5]]
 
 
+@pytest.mark.shared_store
 async def test_connections_reopen_after_close(ctx: ToolContext) -> None:
     await run(ctx, "SELECT 1")
     await readonly.close_readonly_connections()
     assert (await run(ctx, "SELECT count(*) FROM threads"))["rows"] == [[1]]
 
 
+@pytest.mark.shared_store
 async def test_blobs_come_back_as_base64(ctx: ToolContext) -> None:
     result = await run(ctx, "SELECT x'00ff' AS b")
     assert result["rows"] == [[{"base64": "AP8="}]]
 
 
+@pytest.mark.shared_store
 async def test_the_database_file_is_never_written(ctx: ToolContext, db: Database) -> None:
     before = [
         tuple(r)
@@ -335,6 +378,19 @@ REFUSED: list[tuple[str, list[Any] | None, str]] = [
     ("SELECT writefile('/tmp/x', 'y')", None, "writefile() is not allowed"),
     ("SELECT printf('%.*c', 1000000000, 'x')", None, "printf() is not allowed"),
     ("SELECT sqlite_version()", None, "sqlite_version() is not allowed"),
+    # PostgreSQL's functions that read files, wait, run SQL of their own or change the session
+    ("SELECT pg_read_file('/etc/passwd')", None, "pg_read_file() is not allowed"),
+    ("SELECT pg_sleep(10)", None, "pg_sleep() is not allowed"),
+    ("SELECT set_config('role', 'talon', true)", None, "set_config() is not allowed"),
+    ("SELECT query_to_xml('SELECT * FROM outbox', true, false, '')", None, "query_to_xml() is not allowed"),
+    ("SELECT dblink('dbname=talon', 'SELECT 1')", None, "dblink() is not allowed"),
+    ("SELECT current_setting('data_directory')", None, "current_setting() is not allowed"),
+    ("SELECT * FROM pg_catalog.pg_authid", None, "without a schema"),
+    ("SELECT * FROM pg_stat_activity", None, "cannot be read"),
+    ("SELECT * FROM generate_series(1, 10)", None, "table-valued functions"),
+    # Talon's own functions, which only the SQL check's rewriting may call
+    ("SELECT __talon_short(text, 1000000, 'instr') FROM messages", None, "__talon_short() is not allowed"),
+    ("SELECT __talon_substr(text, 1) FROM messages", None, "__talon_substr() is not allowed"),
     ("SELECT count(*) FROM messages WHERE text REGEXP 'a'", None, "is not allowed"),
     # other statements
     ("PRAGMA table_info(messages)", None, "only SELECT"),
@@ -372,6 +428,7 @@ REFUSED: list[tuple[str, list[Any] | None, str]] = [
 ]
 
 
+@pytest.mark.shared_store
 @pytest.mark.parametrize(("sql", "params", "phrase"), REFUSED, ids=[r[0][:50] for r in REFUSED])
 async def test_hostile_query_is_refused(
     ctx: ToolContext, sql: str, params: list[Any] | None, phrase: str
@@ -413,6 +470,7 @@ SCOPED: list[tuple[str, list[Any] | None]] = [
 ]
 
 
+@pytest.mark.shared_store
 @pytest.mark.parametrize(("sql", "params"), SCOPED, ids=[s[0][:50] for s in SCOPED])
 async def test_scope_bypass_attempts_see_only_own_rows(
     ctx: ToolContext, sql: str, params: list[Any] | None
@@ -439,17 +497,20 @@ def test_the_executed_sql_is_regenerated_and_scoped() -> None:
     assert dict(prepared.params) == {"__p1": "user", "__talon_thread": 7, "__talon_persona": "p"}
 
 
+@pytest.mark.shared_store
 @pytest.mark.parametrize("limit", [0, 1001, -5, "10", True, 2.5])
 async def test_bad_limit_is_refused(ctx: ToolContext, limit: Any) -> None:
     with pytest.raises(ToolError, match="limit must be a whole number from 1 to 1000"):
         await run(ctx, "SELECT 1", limit=limit)
 
 
+@pytest.mark.shared_store
 async def test_oversized_sql_is_refused(ctx: ToolContext) -> None:
     with pytest.raises(ToolError, match="keep it under"):
         await run(ctx, "SELECT " + " + ".join(["1"] * 10_000))
 
 
+@pytest.mark.shared_store
 async def test_deep_nesting_is_refused_not_crashing(ctx: ToolContext) -> None:
     with pytest.raises(ToolError):
         await run(ctx, "SELECT " + "(" * 3000 + "1" + ")" * 3000)
@@ -485,10 +546,11 @@ async def test_heavy_query_is_interrupted(
     assert (await run(ctx, "SELECT count(*) FROM threads"))["rows"] == [[1]]
 
 
-async def test_readonly_connection_refuses_what_the_syntax_check_would_have_caught(db: Database) -> None:
-    """Defence in depth: raw statements on the read-only connection hit the authorizer."""
-    pool = readonly.readonly_pool(db.path, db_query.ACCESS)
-    for sql in (
+# Statements the SQL check never lets through, sent to the read-only connections directly:
+# the database refuses each itself (SQLite's authorizer; PostgreSQL's role, see also
+# test_db_query_postgres.py).
+BYPASSING = {
+    "sqlite": (
         "SELECT * FROM sqlite_master",
         "SELECT * FROM queue_items",
         "SELECT randomblob(10)",
@@ -497,8 +559,32 @@ async def test_readonly_connection_refuses_what_the_syntax_check_would_have_caug
         "ATTACH ':memory:' AS x",
         "INSERT INTO threads (channel, chat_id, created_at, updated_at) VALUES ('a', 'b', 1, 1)",
         "CREATE TEMP TABLE t (a)",
-    ):
-        with pytest.raises(
-            readonly.ReadOnlyQueryError, match=r"prohibited|not authorized|authorization denied"
-        ):
+    ),
+    "postgresql": (
+        "SELECT * FROM outbox",
+        "SELECT * FROM queue_items",
+        "SELECT count(*) FROM audit_log",
+        "SELECT * FROM pg_authid",
+        "SELECT pg_read_file('/etc/passwd')",
+        "SELECT pg_ls_dir('.')",
+        "SELECT lo_import('/etc/passwd')",
+        "SELECT m.text FROM messages m JOIN outbox o ON true",
+    ),
+}
+
+
+@pytest.mark.shared_store
+async def test_the_database_refuses_what_the_syntax_check_would_have_caught(db: Database) -> None:
+    """Defence in depth: raw statements on the read-only connections are refused by the database."""
+    pool: readonly.ReadOnlyPool | readonly_pg.PgReadOnlyPool
+    if db.engine.name == "sqlite":
+        pool = readonly.readonly_pool(db.path, db_query.ACCESS)
+    else:
+        assert db.url
+        pool = readonly_pg.pg_readonly_pool(db.url, db_query.ACCESS)
+    for sql in BYPASSING[db.engine.name]:
+        with pytest.raises(readonly.ReadOnlyQueryError) as caught:
             await pool.query(sql, {}, 5, 1.0)
+        assert caught.value.problem == "denied", (sql, caught.value.detail)
+    result = await pool.query("SELECT count(*) FROM messages", {}, 5, 1.0)
+    assert result.rows == [[10]]  # every thread's: the scoping is the SQL check's part

@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,10 @@ import pytest
 
 from gateway.config import Settings
 from gateway.personas import Persona
-from gateway.store import readonly
-from gateway.store.db import Database, open_database
-from tests.store_helpers import execute_sql
+from gateway.store import readonly, readonly_pg
+from gateway.store.db import Database
+from tests.store_helpers import execute_sql, fetch_row
+from tests.unit.tools.db_query_stores import ENGINES, SeededStores, close_query_connections
 from tools.base import ToolContext, ToolError
 from tools.host import db_query
 
@@ -39,9 +40,7 @@ def text_of(size: int, char: str = "x") -> str:
 MEGABYTE_X = text_of(1_000_000)
 
 
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await open_database(tmp_path / "talon.db")
+async def _seed(database: Database) -> None:
     now = time.time()
     await execute_sql(
         database,
@@ -49,11 +48,19 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         "VALUES (1, 'console', 'c', 'assistant', ?, ?)",
         (now, now),
     )
-    try:
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeededStores]:
+    stores = SeededStores(_seed, tmp_path_factory.mktemp("seed"))
+    yield stores
+    stores.drop()
+
+
+@pytest.fixture(params=ENGINES)
+async def db(request: pytest.FixtureRequest, seeded: SeededStores, tmp_path: Path) -> AsyncIterator[Database]:
+    async for database in seeded.copy(request, request.param, tmp_path):
         yield database
-    finally:
-        await readonly.close_readonly_connections()
-        await database.close()
 
 
 @pytest.fixture
@@ -99,8 +106,12 @@ async def timed(call: Awaitable[Any]) -> tuple[float, Any]:
     return time.monotonic() - started, outcome
 
 
-async def peak_python_memory(call: Awaitable[Any]) -> tuple[int, Any]:
-    """The most Python memory (all threads) allocated while ``call`` ran, and its result."""
+async def peak_python_memory(ctx: ToolContext, call: Awaitable[Any]) -> tuple[int, Any]:
+    """The most Python memory (all threads) allocated while ``call`` ran, and its result.
+
+    A first query beforehand imports the SQL parser and opens a connection, which would
+    otherwise be counted when the test runs alone."""
+    await run(ctx, "SELECT 1")
     tracemalloc.start()
     try:
         result = await call
@@ -152,11 +163,15 @@ async def test_a_slow_query_does_not_hold_up_other_callers(
         assert seconds < 7
 
 
-async def test_a_query_is_stopped_at_its_deadline_even_between_progress_checks(
+async def test_a_query_is_stopped_at_its_deadline_even_when_the_database_would_not_stop_it(
     ctx: ToolContext, db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With the progress handler off, only the wall-clock timer can stop the query.
-    monkeypatch.setattr(readonly, "_PROGRESS_STEPS", 0)
+    # With SQLite's progress handler off (PostgreSQL's statement_timeout), only the wall-clock
+    # timer (the client's cancel) can stop the query.
+    if db.engine.name == "sqlite":
+        monkeypatch.setattr(readonly, "_PROGRESS_STEPS", 0)
+    else:
+        monkeypatch.setattr(readonly_pg, "_statement_timeout", lambda budget: 0)
     monkeypatch.setattr(db_query, "QUERY_TIME_BUDGET", 0.3)
     await add_messages(db, ["n"] * 500)
     seconds, outcome = await timed(
@@ -201,16 +216,28 @@ async def test_a_caller_finding_every_connection_busy_gets_a_clear_error_within_
     assert (await run(ctx, FAST_SQL))["rows"] == [[1]]
 
 
-async def test_closing_stops_every_connection_thread(ctx: ToolContext, db: Database) -> None:
+async def _open_connections(db: Database) -> int:
+    """db_query's connections: SQLite's threads, or PostgreSQL's sessions on this database."""
+    if db.engine.name == "sqlite":
+        return sum(t.name.startswith("db-query") for t in threading.enumerate())
+    row = await fetch_row(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND application_name = 'talon-query'",
+    )
+    return int(row[0]) if row else 0
+
+
+async def test_closing_stops_every_connection(ctx: ToolContext, db: Database) -> None:
     await add_messages(db, ["n"] * 10)
     await asyncio.gather(*(run(ctx, "SELECT count(*) FROM messages a JOIN messages b") for _ in range(4)))
-    assert any(t.name.startswith("db-query") for t in threading.enumerate())
-    await readonly.close_readonly_connections()
+    assert await _open_connections(db) == readonly.POOL_SIZE
+    await close_query_connections()
     for _ in range(50):
-        if not any(t.name.startswith("db-query") for t in threading.enumerate()):
+        if not await _open_connections(db):
             break
         await asyncio.sleep(0.1)
-    assert not any(t.name.startswith("db-query") for t in threading.enumerate())
+    assert not await _open_connections(db)
 
 
 # ---------------------------------------------------------------- search arguments
@@ -262,7 +289,7 @@ async def test_instr_and_replace_refuse_long_search_texts_and_answer_ordinary_on
 async def test_a_row_of_forty_large_cells_is_cut_as_it_is_read(ctx: ToolContext, db: Database) -> None:
     await add_messages(db, ["x" * 400_000])
     columns = ", ".join(f"text AS c{i}" for i in range(40))  # 16 MB of cells in one row
-    peak, result = await peak_python_memory(run(ctx, f"SELECT {columns} FROM messages"))
+    peak, result = await peak_python_memory(ctx, run(ctx, f"SELECT {columns} FROM messages"))
     assert peak < 5_000_000
     cells = result["rows"][0]
     assert len(cells) == 40 and result["truncated"] is True
@@ -273,7 +300,9 @@ async def test_a_row_of_forty_large_cells_is_cut_as_it_is_read(ctx: ToolContext,
 
 async def test_rows_are_read_one_at_a_time_until_the_byte_budget(ctx: ToolContext, db: Database) -> None:
     await add_messages(db, ["y" * 20_000] * 300)  # 6 MB
-    peak, result = await peak_python_memory(run(ctx, "SELECT id, text FROM messages ORDER BY id", limit=1000))
+    peak, result = await peak_python_memory(
+        ctx, run(ctx, "SELECT id, text FROM messages ORDER BY id", limit=1000)
+    )
     assert peak < 4_000_000
     assert result["truncated"] is True
     assert 45 <= result["row_count"] <= 50
@@ -314,11 +343,14 @@ async def test_too_many_result_columns_are_refused(ctx: ToolContext) -> None:
 
 
 @pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30])
-async def test_integers_sqlite_cannot_hold_get_a_clear_error(ctx: ToolContext, value: int) -> None:
+async def test_integers_the_database_cannot_hold_get_a_clear_error(
+    ctx: ToolContext, db: Database, value: int
+) -> None:
     with pytest.raises(ToolError) as caught:
         await run(ctx, "SELECT ? + 0 AS n", [value])
     message = str(caught.value)
-    assert message.startswith("params[0] is an integer outside the range SQLite stores")
+    engine = "SQLite" if db.engine.name == "sqlite" else "PostgreSQL"
+    assert message.startswith(f"params[0] is an integer outside the range {engine} stores")
     assert "-9223372036854775808 to 9223372036854775807" in message
 
 
@@ -327,10 +359,17 @@ async def test_integers_at_the_edges_of_the_range_work(ctx: ToolContext) -> None
     assert result["rows"] == [[2**63 - 1, -(2**63)]]
 
 
-async def test_text_sqlite_cannot_take_gets_a_clear_error(ctx: ToolContext) -> None:
+async def test_text_the_database_cannot_take_gets_a_clear_error(ctx: ToolContext, db: Database) -> None:
     with pytest.raises(ToolError, match=r"params\[1\] contains '\\ud800', a lone UTF-16 surrogate"):
         await run(ctx, "SELECT ?, ?", ["ok", "a\ud800b"])
     with pytest.raises(ToolError, match=r"sql contains .* a lone UTF-16 surrogate"):
         await run(ctx, "SELECT 'a\udfff'")
     with pytest.raises(ToolError, match=r"params\[0\] is 1,500,000 bytes of text; at most 1,000,000"):
         await run(ctx, "SELECT length(?)", ["p" * 1_500_000])
+    if db.engine.name == "postgresql":
+        with pytest.raises(
+            ToolError, match=r"params\[0\] contains a NUL character, which PostgreSQL text cannot hold"
+        ):
+            await run(ctx, "SELECT length(?)", ["a\x00b"])
+    else:  # SQLite's text holds it
+        assert (await run(ctx, "SELECT length(?)", ["a\x00b"]))["rows"] == [[1]]
