@@ -4,8 +4,9 @@ of lost nodes, hears of work committed elsewhere, and leaves.
 Every ``failover_seconds / 3`` the node renews its row, its queue leases and its outbox
 claims in one transaction, then reaps lost nodes (:func:`gateway.store.nodes.reap`), sweeps
 for work nobody holds and tells whoever listens how many nodes are alive. A node that finds
-its own row gone was silent longer than ``failover_seconds`` (its event loop stalled, its connection hung): other nodes have taken its
-work back, so it stops at once, as it does when its writer connection is lost.
+its own row gone was silent longer than ``failover_seconds`` (its event loop stalled, its
+connection hung): other nodes have taken its work back, so it stops at once, as it does when
+its writer connection is lost.
 """
 
 from __future__ import annotations
