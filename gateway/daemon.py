@@ -172,7 +172,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
     )
     children = Children(db=db, settings=settings, providers=providers, delegation=delegation, bus=bus)
     interactions = Interactions(
-        db, connectors, notice=poster.notice, park=lambda: queue.parked(), readings=READINGS
+        db, connectors, notice=poster.notice, park=lambda: queue.parked(), readings=READINGS, node=node
     )
     tool_services = ToolServices(poster, delegation, subagents, children, interactions)
     query_pools = [readonly.close_readonly_connections]
@@ -436,7 +436,7 @@ class Gateway:
         await c.host_tools.start()  # before the queue: turns and MCP sessions need the bridge
         await c.queue.start()
         if self._cluster is not None:
-            self._cluster.start(c.queue, c.outbox)
+            self._cluster.start(c.queue, c.outbox, c.interactions)
         self._scheduler_task = asyncio.create_task(self._run_scheduler(c), name="scheduler")
         if c.db.engine.name == "postgresql":
             self._node_watch = asyncio.create_task(

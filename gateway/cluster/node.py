@@ -44,6 +44,7 @@ __all__ = ["ClusterNode"]
 log = logging.getLogger("talon.cluster")
 
 QUEUE_CHANNEL = "talon_queue"  # notified by migration 0027's trigger, payload the thread id
+INTERACTIONS_CHANNEL = "talon_interactions"  # migration 0028's trigger, payload the interaction id
 
 
 class _Queue(Protocol):
@@ -53,6 +54,11 @@ class _Queue(Protocol):
 
 class _Outbox(Protocol):
     async def take_over(self, thread_ids: tuple[int, ...]) -> None: ...
+    async def sweep(self) -> None: ...
+
+
+class _Interactions(Protocol):
+    def heard(self, interaction_id: str) -> None: ...
     async def sweep(self) -> None: ...
 
 
@@ -134,8 +140,9 @@ class ClusterNode:
             )
         log.info("joined the cluster as node %s", self.node_id)
 
-    def start(self, queue: _Queue, outbox: _Outbox) -> None:
-        """Beat, reap and sweep in the background; hand other nodes' new work to ``queue``."""
+    def start(self, queue: _Queue, outbox: _Outbox, interactions: _Interactions) -> None:
+        """Beat, reap and sweep in the background; hand other nodes' new work to ``queue``, and
+        the questions they asked or closed to ``interactions``."""
 
         def heard(payload: str) -> None:
             try:
@@ -143,9 +150,15 @@ class ClusterNode:
             except ValueError:
                 log.warning("ignoring a queue notification that is not a thread id: %.40r", payload)
 
-        self._listener = Listener(self._url, QUEUE_CHANNEL, heard, own_pid=lambda: self._writer_pid)
+        self._listener = Listener(
+            self._url,
+            {QUEUE_CHANNEL: heard, INTERACTIONS_CHANNEL: interactions.heard},
+            own_pid=lambda: self._writer_pid,
+        )
         self._listener.start()
-        self._task = asyncio.create_task(self._beat_forever(queue, outbox), name="cluster-heartbeat")
+        self._task = asyncio.create_task(
+            self._beat_forever(queue, outbox, interactions), name="cluster-heartbeat"
+        )
 
     async def _tell_members(self, now: float) -> None:
         if self._members:
@@ -154,7 +167,7 @@ class ClusterNode:
             for fn in self._members:
                 fn(alive)
 
-    async def _beat_forever(self, queue: _Queue, outbox: _Outbox) -> None:
+    async def _beat_forever(self, queue: _Queue, outbox: _Outbox, interactions: _Interactions) -> None:
         try:
             await self._tell_members(time.time())
         except sqlite3.Error as exc:
@@ -185,6 +198,7 @@ class ClusterNode:
                     await outbox.take_over(reaped.outbox_threads)
                 await queue.sweep()
                 await outbox.sweep()
+                await interactions.sweep()
                 await self._tell_members(now)
             except sqlite3.Error as exc:  # a lost writer connection is the node watch's to act on
                 log.warning("cluster heartbeat failed: %s", exc)

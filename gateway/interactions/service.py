@@ -10,6 +10,11 @@ time limit does not run while it waits (:func:`gateway.interactions.clock.waitin
 :meth:`Interactions.take` sits in front of the pipeline: a tap (``event.tap``) or a reply that
 answers a question pending in its chat is committed here, deduplicated by the event id in the
 same transaction, and never starts a turn. The prompt's buttons are then removed.
+
+In a cluster the tap or reply may arrive on another node than the one whose turn waits: each
+node hears of every interaction asked or closed elsewhere (:meth:`Interactions.heard`, from a
+``LISTEN``), so the waiting turn wakes at once and a reply is read as an answer on any node;
+:meth:`Interactions.sweep`, every heartbeat, makes up for a notification that was lost.
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ class Interactions:
     notice: posts a text into a thread through the outbox (for surfaces without buttons).
     park: releases the turn's worker slot while it waits (``TurnQueue.parked``).
     readings: how each kind reads its answers.
+    node: this node's id in a cluster (None: the only node).
     """
 
     def __init__(
@@ -105,21 +111,24 @@ class Interactions:
         notice: Notice,
         park: Park | None = None,
         readings: Mapping[str, Reading],
+        node: str | None = None,
     ):
         self.db = db
         self.connectors = connectors
         self.notice = notice
         self.park = park or nullcontext
         self.readings = readings
+        self.node = node
         self._waiters: dict[str, asyncio.Future[InteractionRow]] = {}
         self._open: dict[ThreadKey, dict[str, InteractionRow]] = {}  # pending, by chat, oldest first
         self._keys: dict[int, ThreadKey] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._learning: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Learn which chats have interactions pending (from before a restart). A prompt whose
         posting a crash interrupted may or may not be in the chat: it is never posted again."""
-        for interaction_id in await self.db.run_transaction(settle_interrupted_posts):
+        for interaction_id in await self.db.run_transaction(settle_interrupted_posts, self.node):
             log.warning(
                 "the prompt of interaction %s may or may not have been posted before a crash; "
                 "not posting it again",
@@ -129,6 +138,48 @@ class Interactions:
             key = await self._key(row.thread_id)
             if key is not None:
                 self._open.setdefault(key, {})[row.id] = row
+
+    # ------------------------------------------------------------ other nodes
+
+    def heard(self, interaction_id: str) -> None:
+        """Another node of the cluster asked or closed ``interaction_id``."""
+        task = asyncio.create_task(self._refresh(interaction_id))
+        self._learning.add(task)
+        task.add_done_callback(self._learning.discard)
+
+    async def sweep(self) -> None:
+        """Catch up with every interaction asked or closed on other nodes (a notification may
+        have been lost while the listener reconnected)."""
+        pending = await self.db.read(pending_interactions)
+        for row in pending:
+            await self._learn(row)
+        current = {row.id for row in pending}
+        known = {i for rows in self._open.values() for i in rows} | set(self._waiters)
+        for interaction_id in known - current:  # closed, or asked since the read: read it again
+            await self._refresh(interaction_id)
+
+    async def _refresh(self, interaction_id: str) -> None:
+        try:
+            row = await self.db.read(get_interaction, interaction_id)
+        except sqlite3.Error as exc:  # the sweep reads it again
+            log.warning("could not read interaction %s: %s", interaction_id, exc)
+            return
+        if row is not None:
+            await self._learn(row)
+
+    async def _learn(self, row: InteractionRow) -> None:
+        """Keep ``row`` among its chat's open interactions while it is pending; once closed,
+        drop it and wake the turn waiting for it here."""
+        key = await self._key(row.thread_id)
+        if key is None:
+            return
+        if row.state == "pending":
+            self._open.setdefault(key, {}).setdefault(row.id, row)
+            return
+        self._open.get(key, {}).pop(row.id, None)
+        waiter = self._waiters.get(row.id)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(row)
 
     # ------------------------------------------------------------ asking
 
@@ -239,6 +290,12 @@ class Interactions:
         for row in reversed(list(self._open.get(event.thread_key, {}).values())):
             if not _may_answer(row, event.sender.id):
                 continue
+            if self.node is not None:  # another node may have closed it a moment ago
+                fresh = await self.db.read(get_interaction, row.id)
+                if fresh is None or fresh.state != "pending":
+                    self._open.get(event.thread_key, {}).pop(row.id, None)
+                    continue
+                row = fresh
             answer, problem = self.readings[row.kind].from_text(row.spec, event.text)
             if answer is None:
                 return await self._toast(
@@ -346,9 +403,9 @@ class Interactions:
         task.add_done_callback(self._closing.discard)
 
     async def settle(self) -> None:
-        """Wait for prompts being closed (tests, shutdown)."""
-        if self._closing:
-            await asyncio.gather(*self._closing, return_exceptions=True)
+        """Wait for prompts being closed and other nodes' news being read (tests, shutdown)."""
+        if self._closing or self._learning:
+            await asyncio.gather(*self._closing, *self._learning, return_exceptions=True)
 
     async def _key(self, thread_id: int) -> ThreadKey | None:
         key = self._keys.get(thread_id)

@@ -167,10 +167,20 @@ def set_post_unknown(conn: sqlite3.Connection, interaction_id: str) -> None:
     )
 
 
-def settle_interrupted_posts(conn: sqlite3.Connection) -> list[str]:
-    """Prompts a crash left ``sending`` become ``unknown``; their ids."""
+def settle_interrupted_posts(conn: sqlite3.Connection, node: str | None = None) -> list[str]:
+    """Prompts a crash left ``sending`` become ``unknown``; their ids. On a cluster node, only
+    the prompts of runs on ``node`` (its previous life) or on a node no longer in the cluster:
+    another live node may be posting its own right now."""
+    where = "post_state = 'sending'"
+    args: tuple[str, ...] = ()
+    if node is not None:
+        where += (
+            " AND run_id IN (SELECT id FROM runs WHERE node_id = ? "
+            "OR node_id NOT IN (SELECT node_id FROM nodes))"
+        )
+        args = (node,)
     rows = conn.execute(
-        "UPDATE interactions SET post_state = 'unknown' WHERE post_state = 'sending' RETURNING id"
+        f"UPDATE interactions SET post_state = 'unknown' WHERE {where} RETURNING id", args
     ).fetchall()
     return [r["id"] for r in rows]
 

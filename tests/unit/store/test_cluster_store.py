@@ -15,6 +15,12 @@ import pytest
 
 from connectors.base import RenderedChunk, ThreadKey
 from gateway.store.db import Database
+from gateway.store.interactions import (
+    NewInteraction,
+    claim_post,
+    create_interaction,
+    settle_interrupted_posts,
+)
 from gateway.store.messages import add_message
 from gateway.store.nodes import beat, leave, list_nodes, lock_key, reap, register_node, try_lock
 from gateway.store.outbox import ThreadAddress, claim_next, enqueue_chunks, mark_sending, release_thread
@@ -164,3 +170,25 @@ async def test_one_node_at_a_time_sends_a_threads_rows(two_nodes: Any) -> None:
     taken = await b.run_transaction(claim_next, thread_id, "b", later + FAILOVER, later)
     assert taken is not None and taken.id == first and second > first
     assert not await a.run_transaction(mark_sending, first, "a")
+
+
+async def _posting(db: Database, chat: str, interaction_id: str) -> None:
+    """A run on ``db``'s node asks a question and begins posting its prompt."""
+    thread_id = await db.run_transaction(_message, chat, "ask")
+    run_id = await db.run_transaction(start_run, thread_id, "p", "m:x", time.time())
+    spec = {"question": "Ship it?", "type": "confirm"}
+    new = NewInteraction(interaction_id, thread_id, run_id, "call", "question", spec, None, time.time() + 60)
+    await db.run_transaction(create_interaction, new, time.time())
+    assert await db.run_transaction(claim_post, interaction_id)
+
+
+async def test_a_starting_node_settles_only_the_prompts_no_live_node_is_posting(two_nodes: Any) -> None:
+    _, a, b = two_nodes
+    await _posting(a, "11", "asked-on-a")
+    await _posting(b, "12", "asked-on-b")
+
+    # b starting again: a may be posting its prompt this moment; b's own was cut short.
+    assert await b.run_transaction(settle_interrupted_posts, "b") == ["asked-on-b"]
+    # Once a has left the cluster, its prompt is settled by whichever node starts next.
+    await b.run_transaction(leave, "a")
+    assert await b.run_transaction(settle_interrupted_posts, "b") == ["asked-on-a"]
