@@ -162,8 +162,8 @@ class Pipeline:
         pace = self.limits.pace(event, time.time()) if status is IntakeStatus.ACCEPTED else PROMPT
         if album and status is IntakeStatus.ACCEPTED:
             pace = self._albums.pace(album, pace, time.time())
-        # Concurrent events share commits (Database.run_transaction groups them), each in
-        # its own savepoint, so one bad event fails alone.
+        # Concurrent events share commits (Database.run_transaction groups them); one bad
+        # event fails alone.
         intake = _Intake(
             event, persona, status, command, pace, *self.bindings.conversation(event), otel.traceparent()
         )

@@ -94,26 +94,38 @@ class _Failed:
     error: BaseException
 
 
+class _MemberRaised(Exception):
+    """A member of a group of several raised: the group's transaction is spoiled."""
+
+
 def _run_group_retrying(
     begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
 ) -> list[Any]:
-    """:func:`_run_group`, run again when another node's transaction conflicted with it
-    (never on SQLite, whose one writer has no one to conflict with). After a conflict each
-    member runs in a transaction of its own: a smaller transaction conflicts less often."""
+    """:func:`_run_group`; when a member raised, or another node's transaction conflicted with
+    the group (never on SQLite, whose one writer has no one to conflict with), each member runs
+    again in a transaction of its own, so one bad member fails alone and a smaller transaction
+    conflicts less often."""
     try:
         return _run_group(begin, group, conn)
     except WriteConflictError:
         WRITE_CONFLICTS.inc()
-    return [outcome for fn in group for outcome in _run_alone(begin, fn, conn)]
+        conflicted = True
+    except _MemberRaised:
+        conflicted = False
+    return [outcome for fn in group for outcome in _run_alone(begin, fn, conn, backoff=conflicted)]
 
 
-def _run_alone(begin: str, fn: Callable[[sqlite3.Connection], Any], conn: sqlite3.Connection) -> list[Any]:
+def _run_alone(
+    begin: str, fn: Callable[[sqlite3.Connection], Any], conn: sqlite3.Connection, *, backoff: bool
+) -> list[Any]:
     for attempt in range(WRITE_CONFLICT_RETRIES):
-        time.sleep(random.uniform(0, 0.002 * 2**attempt))  # on the writer's thread
+        if backoff:
+            time.sleep(random.uniform(0, 0.002 * 2**attempt))  # on the writer's thread
         try:
             return _run_group(begin, [fn], conn)
         except WriteConflictError as exc:
             WRITE_CONFLICTS.inc()
+            backoff = True
             if attempt == WRITE_CONFLICT_RETRIES - 1:
                 return [_Failed(exc)]
     raise AssertionError("unreachable")
@@ -122,33 +134,29 @@ def _run_alone(begin: str, fn: Callable[[sqlite3.Connection], Any], conn: sqlite
 def _run_group(
     begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
 ) -> list[Any]:
-    """One transaction for a group; each member in a savepoint (database thread).
+    """One transaction for a group (database thread).
 
     A conflict with another node's transaction aborts the whole group (it raises
-    :class:`WriteConflictError`): its members' work cannot be committed in part.
+    :class:`WriteConflictError`): its members' work cannot be committed in part. So does a
+    member that raises (:class:`_MemberRaised`; a group of one gets its exception as its
+    outcome): its partial work is in the transaction, and on PostgreSQL the transaction is
+    aborted at its first failed statement. Members are not wrapped in savepoints, which would
+    cost two more round trips each on PostgreSQL for a failure that is rare: the caller runs
+    a spoiled group's members again, one transaction each.
     """
     conn.execute(begin)
     outcomes: list[Any] = []
     try:
-        if len(group) == 1:
+        for fn in group:
             try:
-                outcomes.append(group[0](conn))
+                outcomes.append(fn(conn))
             except WriteConflictError:
                 raise
             except Exception as exc:
+                if len(group) > 1:
+                    raise _MemberRaised from exc
                 conn.rollback()
                 return [_Failed(exc)]
-        else:
-            for fn in group:
-                conn.execute("SAVEPOINT member")
-                try:
-                    outcomes.append(fn(conn))
-                except WriteConflictError:
-                    raise
-                except Exception as exc:
-                    conn.execute("ROLLBACK TO member")
-                    outcomes.append(_Failed(exc))
-                conn.execute("RELEASE member")
         conn.commit()
     except BaseException:
         if conn.in_transaction:
@@ -256,10 +264,10 @@ class Database:
     ) -> T:
         """Run ``fn(conn, *args, **kwargs)`` as a transaction on the writer's thread, in a single hop.
 
-        Group commit: calls that arrive while a commit is running share the next one. Each
-        ``fn`` runs in its own savepoint, so one that raises is rolled back alone and only
-        its caller gets the exception; every caller returns after the commit that holds its
-        work. Under load this turns many small commits into a few, and the writer stops
+        Group commit: calls that arrive while a commit is running share the next one. A
+        group in which one ``fn`` raises is rolled back and each ``fn`` runs again alone, so
+        only its caller gets the exception; every caller returns after the commit that holds
+        its work. Under load this turns many small commits into a few, and the writer stops
         being the limit. ``fn`` must not block on anything but SQLite.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()

@@ -12,11 +12,12 @@ need no second copy:
   transaction.
 
 The connection is in autocommit mode, as the store's SQLite connections are: the store opens
-its transactions itself (``BEGIN``, savepoints, ``COMMIT``).
+its transactions itself (``BEGIN``, ``COMMIT``).
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
@@ -28,7 +29,7 @@ from psycopg.rows import RowMaker
 
 from gateway.store.db import WriteConflictError
 
-__all__ = ["KEEPALIVES", "PgConnection", "PgRow", "connect", "translate"]
+__all__ = ["KEEPALIVES", "ROWS_PER_INSERT", "PgConnection", "PgRow", "connect", "multi_row", "translate"]
 
 
 class PgRow(tuple[Any, ...]):
@@ -99,6 +100,25 @@ def _as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
     return sqlite3.DatabaseError(str(exc))
 
 
+ROWS_PER_INSERT = 200  # rows of one multi-row INSERT: far below PostgreSQL's 65,535 parameters
+
+# The one VALUES tuple of a translated INSERT: placeholders and plain words, nothing nested or quoted.
+_VALUES = re.compile(r"\bVALUES\s*(\((?:[^()'\"]|%s)*\))", re.IGNORECASE)
+
+
+@lru_cache(maxsize=512)
+def multi_row(query: str, rows: int) -> str | None:
+    """``query`` (translated) inserting ``rows`` rows in one statement, or None when it is not
+    an ``INSERT ... VALUES (...)`` with one plain tuple."""
+    if not query.lstrip()[:6].upper() == "INSERT":
+        return None
+    found = list(_VALUES.finditer(query))
+    if len(found) != 1:
+        return None
+    match = found[0]
+    return query[: match.start(1)] + ", ".join([match.group(1)] * rows) + query[match.end(1) :]
+
+
 class PgCursor:
     """The result of one statement: ``fetchone``, ``fetchall``, ``rowcount`` and iteration."""
 
@@ -128,6 +148,20 @@ class PgCursor:
         self._cursor.close()
 
 
+class _Counted(PgCursor):
+    """A cursor whose ``rowcount`` is the sum over the statements that made it."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self, cursor: psycopg.Cursor[PgRow], count: int) -> None:
+        super().__init__(cursor)
+        self._count = count
+
+    @property
+    def rowcount(self) -> int:
+        return self._count
+
+
 class PgConnection:
     """The part of ``sqlite3.Connection`` the store uses, over one psycopg connection."""
 
@@ -149,18 +183,30 @@ class PgConnection:
         return PgCursor(cursor)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]], *, pipelined: bool = False) -> PgCursor:
-        """``sql`` once per row. One statement at a time unless ``pipelined`` (psycopg's
-        executemany, one round trip): a pipeline that a conflict with another node aborted
-        logs a warning as psycopg tears it down, though the conflict only means the
-        transaction runs again. The store's batches are small; a bulk copy pipelines."""
+        """``sql`` once per row. An ``INSERT ... VALUES (...)`` runs as one statement of many
+        rows (:func:`multi_row`), up to :data:`ROWS_PER_INSERT` at a time: a reply's trace
+        events and usage rollups are a dozen rows, each a round trip otherwise. Its rows must
+        not upsert one key twice, which PostgreSQL refuses within one statement. Other
+        statements run one at a time unless ``pipelined`` (psycopg's executemany, one round
+        trip): a pipeline that a conflict with another node aborted logs a warning as psycopg
+        tears it down, though the conflict only means the transaction runs again. A bulk copy
+        pipelines."""
         cursor = self._conn.cursor()
         query = translate(sql)
+        values = [tuple(r) for r in rows]
         try:
             if pipelined:
-                cursor.executemany(query, [tuple(r) for r in rows])
+                cursor.executemany(query, values)
+            elif len(values) > 1 and multi_row(query, 2) is not None:
+                count = 0
+                for start in range(0, len(values), ROWS_PER_INSERT):
+                    part = values[start : start + ROWS_PER_INSERT]
+                    cursor.execute(multi_row(query, len(part)) or query, [v for row in part for v in row])
+                    count += max(cursor.rowcount, 0)
+                return _Counted(cursor, count)
             else:
-                for row in rows:
-                    cursor.execute(query, tuple(row))
+                for row in values:
+                    cursor.execute(query, row)
         except psycopg.Error as exc:
             raise _as_sqlite_error(exc) from exc
         return PgCursor(cursor)
