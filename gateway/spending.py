@@ -12,24 +12,21 @@ reads the same sums again and posts each notice that is due to the operator's ch
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from gateway.config import Settings
 from gateway.personas import Persona
-from gateway.queue import Batch
 from gateway.runtime.agent import TurnResult
 from gateway.store.children import Payer
 from gateway.store.db import Database
-from gateway.store.messages import batch_senders, sole_sender
 from gateway.store.runs import RunSpend
 from gateway.store.usage import UsageTotals, mark_notice, rollup_totals
 from gateway.usage import Periods, cost_of, format_cost, format_tokens
 from gateway.usage_settings import SpendLimit
 
-__all__ = ["BudgetState", "Spending", "batch_sender", "run_spend"]
+__all__ = ["BudgetState", "Spending", "run_spend"]
 
 log = logging.getLogger("talon.spending")
 
@@ -195,10 +192,3 @@ def run_spend(
         persona=(payer.persona if payer is not None else None) or persona.name,
         periods=Periods.at(now, settings.timezone).names,
     )
-
-
-def batch_sender(conn: sqlite3.Connection, batch: Batch) -> str | None:
-    """The sender a batch's run is counted for: its one sender, else the first of several."""
-    if not batch.message_ids:
-        return None
-    return sole_sender(conn, batch.message_ids) or next(iter(batch_senders(conn, batch.message_ids)), None)

@@ -20,8 +20,8 @@ from gateway.outbox import ThreadAddress, enqueue_chunks, enqueue_files, next_pe
 from gateway.personas import Persona
 from gateway.queue import Batch, complete_in, keep_run_in
 from gateway.runtime.agent import TurnResult
-from gateway.spending import batch_sender, run_spend
-from gateway.store.children import job_payer
+from gateway.spending import run_spend
+from gateway.store.children import Payer
 from gateway.store.messages import add_message
 from gateway.store.runs import KeptAnswer, complete_run, end_run, keep_answer
 from gateway.tracing import RunTrace
@@ -56,6 +56,8 @@ class Reply:
     preview: Preview | None  # the streamed preview the reply replaces
     trace: RunTrace | None
     span_parent: str | None  # the turn's span, which its sends continue
+    sender: str | None = None  # whom the run is counted for (TurnStart.sent_by)
+    payer: Payer | None = None  # a background child's root turn's payer (TurnStart.payer)
 
 
 def commit_reply(conn: sqlite3.Connection, reply: Reply, settings: Settings) -> Committed:
@@ -104,9 +106,9 @@ def commit_reply(conn: sqlite3.Connection, reply: Reply, settings: Settings) -> 
             result,
             reply.persona,
             reply.address.key.channel,
-            batch_sender(conn, batch),
+            reply.sender,
             now,
-            payer=job_payer(conn, batch.thread_id),
+            payer=reply.payer,
         ),
     )
     if reply.trace is not None:

@@ -19,7 +19,7 @@ from gateway.runtime.model import Usage
 from gateway.store.children import Payer, job_payer
 from gateway.store.interactions import load_checkpoint
 from gateway.store.memory import list_items
-from gateway.store.messages import MessageRow, batch_senders, platform_message_id, sole_sender
+from gateway.store.messages import NO_SENDERS, BatchSenders, MessageRow, batch_senders, platform_message_id
 from gateway.store.runs import resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import context_start
@@ -38,11 +38,20 @@ class TurnStart:
     run_id: int | None
     reply_to: str | None  # the platform message a group reply answers
     kept: TurnResult | None = None  # the answer an earlier attempt kept: commit it, don't ask the model
-    sender_id: str | None = None  # the one sender the batch's messages are from, if one
-    senders: tuple[str, ...] = ()  # every sender of the batch's messages (their roles narrow the turn)
+    sent_by: BatchSenders = NO_SENDERS  # who sent the batch's messages
     resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
     trace_parents: tuple[str, ...] = ()  # the spans this turn continues (its messages' intake)
     payer: Payer | None = None  # a background child's turn counts for its root turn's payer
+
+    @property
+    def sender_id(self) -> str | None:
+        """The one sender the batch's messages are from, if one."""
+        return self.sent_by.sole
+
+    @property
+    def senders(self) -> tuple[str, ...]:
+        """Every sender of the batch's messages (their roles narrow the turn)."""
+        return self.sent_by.every
 
     def budget_subjects(self, persona: str) -> tuple[str, str, tuple[str, ...]]:
         """The persona, channel and senders whose budgets this turn is checked and counted against."""
@@ -79,8 +88,7 @@ def begin_turn(conn: sqlite3.Connection, batch: Batch, personas: Mapping[str, Pe
         run_id,
         reply_to,
         kept,
-        sole_sender(conn, batch.message_ids),
-        tuple(batch_senders(conn, batch.message_ids)),
+        batch_senders(conn, batch.message_ids),
         from_state(state) if state is not None else None,
         tuple(parents),
         job_payer(conn, batch.thread_id),

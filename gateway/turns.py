@@ -184,9 +184,7 @@ class TurnRunner(TurnHandler):
         else:
             result, context_size, preview = await self._answer(batch, begun, key, persona, run_id, timeout)
         try:
-            outbox_ids, next_row = await self._commit(
-                batch, key, persona, run_id, result, begun.reply_to, preview
-            )
+            outbox_ids, next_row = await self._commit(batch, begun, key, persona, run_id, result, preview)
         except Exception as exc:
             self._traces.pop(run_id, None)  # the attempt's trace went with its transaction
             raise await self._not_saved(batch, run_id, result, exc) from exc
@@ -351,11 +349,11 @@ class TurnRunner(TurnHandler):
     async def _commit(
         self,
         batch: Batch,
+        begun: TurnStart,
         key: ThreadKey,
         persona: Persona,
         run_id: int,
         result: TurnResult,
-        reply_to: str | None,
         preview: Preview | None = None,
     ) -> tuple[list[int], sqlite3.Row | None]:
         """Render the reply and commit it with the batch's completion: its outbox rows and the
@@ -384,10 +382,12 @@ class TurnRunner(TurnHandler):
             bool(silent),
             chunks,
             spoken,
-            reply_to,
+            begun.reply_to,
             preview,
             trace,
             otel.traceparent(),  # the turn's span, which its sends continue
+            sender=begun.sent_by.counted,
+            payer=begun.payer,
         )
         try:
             committed = await self.db.run_transaction(commit_reply, reply, self.settings)

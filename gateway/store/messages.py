@@ -13,18 +13,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "NO_SENDERS",
+    "BatchSenders",
     "MessageRow",
     "PendingFiles",
     "Role",
     "add_message",
     "album_progress",
+    "batch_senders",
     "messages_after",
     "messages_with_staged_files",
     "newest_messages",
     "platform_message_id",
     "record_event",
     "set_attachments",
-    "sole_sender",
 ]
 
 Role = Literal["user", "assistant", "system"]
@@ -114,19 +116,6 @@ def platform_message_id(conn: sqlite3.Connection, message_id: int) -> str | None
     return None if row is None else row[0]
 
 
-def sole_sender(conn: sqlite3.Connection, message_ids: Sequence[int]) -> str | None:
-    """The sender id of the user messages ``message_ids`` when they all have the same one,
-    else ``None`` (several senders, or none)."""
-    if not message_ids:
-        return None
-    marks = ", ".join("?" * len(message_ids))
-    rows = conn.execute(
-        f"SELECT DISTINCT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user'",
-        tuple(message_ids),
-    ).fetchall()
-    return rows[0][0] if len(rows) == 1 and rows[0][0] else None
-
-
 @dataclass(frozen=True, slots=True)
 class MessageRow:
     """A message as transcripts read it.
@@ -209,17 +198,36 @@ def messages_with_staged_files(conn: sqlite3.Connection) -> list[PendingFiles]:
     return [PendingFiles(*row) for row in rows]
 
 
-def batch_senders(conn: sqlite3.Connection, message_ids: Sequence[int]) -> list[str]:
-    """The distinct sender ids of the user messages ``message_ids`` (none for a batch without)."""
+@dataclass(frozen=True, slots=True)
+class BatchSenders:
+    """Who sent a batch's user messages."""
+
+    sole: str | None  # the one sender when every message has the same one, else None
+    every: tuple[str, ...]  # each distinct sender, sorted (none for a batch without)
+
+    @property
+    def counted(self) -> str | None:
+        """The sender a batch's run is counted for: its one sender, else the first of several."""
+        return self.sole or next(iter(self.every), None)
+
+
+NO_SENDERS = BatchSenders(None, ())
+
+
+def batch_senders(conn: sqlite3.Connection, message_ids: Sequence[int]) -> BatchSenders:
+    """The senders of the user messages ``message_ids``, in one statement."""
     if not message_ids:
-        return []
+        return NO_SENDERS
     marks = ", ".join("?" * len(message_ids))
-    rows = conn.execute(
-        f"SELECT DISTINCT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user' "
-        "AND sender_id IS NOT NULL AND sender_id != ''",
-        tuple(message_ids),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+    ids = [
+        row[0]
+        for row in conn.execute(
+            f"SELECT DISTINCT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user' ORDER BY sender_id",
+            tuple(message_ids),
+        ).fetchall()
+    ]
+    sole = ids[0] if len(ids) == 1 and ids[0] else None
+    return BatchSenders(sole, tuple(str(i) for i in ids if i))
 
 
 def message_sender(conn: sqlite3.Connection, message_id: int) -> str | None:

@@ -118,6 +118,7 @@ CONTROL_FLOW = {
     "tools.workspace.egress_proxy._Refused": "the shell's egress proxy answers the connection with it",
     "connectors.web.routes._Refused": "a web chat route answers the request with its status and message",
     "gateway.outbox._ClaimLost": "a cluster node's sender leaves a thread another node took over",
+    "gateway.store.db._MemberRaised": "a group commit's member raised: each member runs again alone",
 }
 
 

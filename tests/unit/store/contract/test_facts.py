@@ -132,7 +132,8 @@ async def test_a_batch_has_a_sole_sender_only_when_all_its_user_messages_share_o
 
     ann1, ann2, bob, nobody = await say("ann"), await say("ann"), await say("bob"), await say(None)
     reply = await say(None, "assistant")
-    assert await store.read(store.messages.sole_sender, [ann1, ann2, reply]) == "ann"
-    assert await store.read(store.messages.sole_sender, [ann1, bob]) is None
-    assert await store.read(store.messages.sole_sender, [nobody]) is None
-    assert await store.read(store.messages.sole_sender, []) is None
+    assert (await store.read(store.messages.batch_senders, [ann1, ann2, reply])).sole == "ann"
+    several = await store.read(store.messages.batch_senders, [ann1, bob])
+    assert several.sole is None and several.counted == "ann"  # counted for the first of several
+    assert (await store.read(store.messages.batch_senders, [nobody])).sole is None
+    assert (await store.read(store.messages.batch_senders, [])).sole is None

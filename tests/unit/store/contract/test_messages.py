@@ -101,6 +101,6 @@ async def test_batch_senders_are_the_distinct_users_of_the_messages(store: Backe
 
     ids = [await say("user", "ann"), await say("user", "bob"), await say("user", "ann")]
     reply = await say("assistant", None)
-    assert sorted(await store.read(store.messages.batch_senders, [*ids, reply])) == ["ann", "bob"]
-    assert await store.read(store.messages.batch_senders, [reply]) == []
-    assert await store.read(store.messages.batch_senders, []) == []
+    assert (await store.read(store.messages.batch_senders, [*ids, reply])).every == ("ann", "bob")
+    assert (await store.read(store.messages.batch_senders, [reply])).every == ()
+    assert (await store.read(store.messages.batch_senders, [])).every == ()
