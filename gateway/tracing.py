@@ -14,9 +14,10 @@ cut at :data:`CONTENT_CHARS`; without it a trace holds names, sizes, timings, to
 classes only. A run keeps at most :data:`MAX_EVENTS` events; later ones are counted in a final
 ``phase`` event ``events_dropped``.
 
-Retention (``traces.retention_days``) is kept the way the store keeps expired state: each
-write also deletes up to :data:`PURGE_PER_WRITE` events older than the retention, so the sweep
-keeps pace with the runs that add events and costs an index seek when nothing is old.
+Retention (``traces.retention_days``) is kept the way the store keeps expired state: one
+write in :data:`PURGE_EVERY` also deletes up to :data:`PURGE_PER_WRITE` times that many events
+older than the retention, so the sweep keeps pace with the runs that add events, and most
+replies' commits skip the statement (a round trip on PostgreSQL).
 
 Children (for the code that starts child agents): the parent's trace is
 :attr:`tools.base.ToolContext.trace`. Call
@@ -33,6 +34,7 @@ Children (for the code that starts child agents): the parent's trace is
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -48,11 +50,21 @@ if TYPE_CHECKING:
     from gateway.runtime.model import ChatMessage, Usage
     from gateway.store.db import Database
 
-__all__ = ["CONTENT_CHARS", "MAX_EVENTS", "NULL_TRACE", "PURGE_PER_WRITE", "NullTrace", "RunTrace"]
+__all__ = [
+    "CONTENT_CHARS",
+    "MAX_EVENTS",
+    "NULL_TRACE",
+    "PURGE_EVERY",
+    "PURGE_PER_WRITE",
+    "NullTrace",
+    "RunTrace",
+]
 
 MAX_EVENTS = 2000  # per run: 100 model calls with a few tool calls each fit with room
 CONTENT_CHARS = 16_000  # per content field, when content is recorded
-PURGE_PER_WRITE = 500  # old events one write deletes: more than a run adds, few enough to stay quick
+PURGE_PER_WRITE = 500  # old events swept per write: more than a run adds, few enough to stay quick
+PURGE_EVERY = 16  # writes per sweep, which deletes up to PURGE_EVERY * PURGE_PER_WRITE events
+_writes = itertools.count()  # trace writes in this process, to pick the ones that sweep
 _PROMPT_MESSAGES = 4  # the newest messages a model call's recorded prompt shows
 
 
@@ -334,8 +346,9 @@ class RunTrace:
         if self._dropped:  # the one event past the cap: how many were left out
             events.append(self._event("phase", "events_dropped", {"count": self._dropped}))
             self._dropped = 0
-        if self.retention_days is not None:
-            purge_before(conn, self._clock() - self.retention_days * 86_400, batch=PURGE_PER_WRITE)
+        if self.retention_days is not None and next(_writes) % PURGE_EVERY == 0:
+            cutoff = self._clock() - self.retention_days * 86_400
+            purge_before(conn, cutoff, batch=PURGE_PER_WRITE * PURGE_EVERY)
         return add_events(conn, events) if events else 0
 
     async def flush(self, db: Database) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "KeptAnswer",
@@ -67,26 +68,26 @@ def complete_run(
 ) -> None:
     """The run answered: the model that answered (a hook or a fallback may have changed it
     since it began), its usage and, with ``spend``, its cost and whom it answered."""
-    conn.execute(
-        "UPDATE runs SET status = 'completed', model = ?, input_tokens = ?, output_tokens = ?, "
-        "model_calls = ?, ended_at = ? WHERE id = ?",
-        (model, input_tokens, output_tokens, model_calls, now, run_id),
+    columns = (
+        "status = 'completed', model = ?, input_tokens = ?, output_tokens = ?, model_calls = ?, ended_at = ?"
     )
+    values: list[Any] = [model, input_tokens, output_tokens, model_calls, now]
     if spend is not None:
-        conn.execute(
-            "UPDATE runs SET cache_read_tokens = ?, cache_write_tokens = ?, cost = ?, currency = ?, "
-            "sender_id = ?, channel = ?, fallbacks = ? WHERE id = ?",
-            (
-                spend.cache_read_tokens,
-                spend.cache_write_tokens,
-                spend.cost,
-                spend.currency,
-                spend.sender_id,
-                spend.channel,
-                spend.fallbacks,
-                run_id,
-            ),
+        columns += (
+            ", cache_read_tokens = ?, cache_write_tokens = ?, cost = ?, currency = ?, sender_id = ?, "
+            "channel = ?, fallbacks = ?"
         )
+        values += [
+            spend.cache_read_tokens,
+            spend.cache_write_tokens,
+            spend.cost,
+            spend.currency,
+            spend.sender_id,
+            spend.channel,
+            spend.fallbacks,
+        ]
+    conn.execute(f"UPDATE runs SET {columns} WHERE id = ?", (*values, run_id))
+    if spend is not None:
         subjects = [("user", spend.sender_id), ("persona", spend.persona), ("channel", spend.channel)]
         tokens = input_tokens + output_tokens
         rows = [

@@ -15,7 +15,7 @@ from gateway.store.db import Database, open_database
 from gateway.store.runs import start_run
 from gateway.store.threads import upsert_thread
 from gateway.store.traces import run_events
-from gateway.tracing import CONTENT_CHARS, MAX_EVENTS, NULL_TRACE, RunTrace
+from gateway.tracing import CONTENT_CHARS, MAX_EVENTS, NULL_TRACE, PURGE_EVERY, RunTrace
 
 
 @pytest.fixture
@@ -117,17 +117,18 @@ async def test_a_childs_trace_shares_the_buffer_and_names_the_root(db: Database)
     assert kinds == [("child", "started"), ("child", "ended"), ("budget", None)]
 
 
-async def test_a_write_sweeps_events_older_than_the_retention(db: Database) -> None:
+async def test_writes_sweep_events_older_than_the_retention(db: Database) -> None:
     run_id = await _run_id(db)
     now = [1_000_000.0]
     old = RunTrace(run_id, persona="p", thread_id=1, clock=lambda: now[0])
     old.phase("long_ago")
     await db.run_transaction(old.write)
     now[0] += 3 * 86_400
-    fresh = RunTrace(run_id, persona="p", thread_id=1, retention_days=2, clock=lambda: now[0])
-    fresh.phase("today")
-    await db.run_transaction(fresh.write)
-    assert [e["name"] for e in await _events(db, run_id)] == ["today"]
+    for _ in range(PURGE_EVERY):  # one write in PURGE_EVERY sweeps
+        fresh = RunTrace(run_id, persona="p", thread_id=1, retention_days=2, clock=lambda: now[0])
+        fresh.phase("today")
+        await db.run_transaction(fresh.write)
+    assert [e["name"] for e in await _events(db, run_id)] == ["today"] * PURGE_EVERY
 
 
 async def test_the_null_trace_records_nothing_and_its_children_neither() -> None:
