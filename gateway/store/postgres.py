@@ -121,11 +121,20 @@ def _try_cluster_lock(conn: PgConnection) -> bool:
     return bool(row and row[0])
 
 
+def _prefer_index_scans(conn: PgConnection) -> None:
+    # A sequential scan takes a predicate lock on the whole table, so at SERIALIZABLE any
+    # other node's write to the table conflicts with it; an index scan locks only the pages it
+    # read (PostgreSQL's manual, "Serializable Isolation Level"). The store's tables are small
+    # at first, when the planner would scan them whole.
+    conn.execute("SET enable_seqscan = off")
+
+
 async def _hold_node_lock(writer: ConnectionThread, standby_poll: float | None, cluster: bool) -> None:
     """Take the node lock (shared, for a cluster node); as a standby (``standby_poll`` set),
     wait for it."""
     if cluster:
         if await writer.call(_try_cluster_lock):
+            await writer.call(_prefer_index_scans)
             return
         raise NodeLockedError(
             "a single-node Talon daemon (database.cluster: false) is running on this database; stop it, "

@@ -32,13 +32,14 @@ ANSWERED = 'answered: {"action": "answer", "content": {"value": true}}'
 POLLER_ROLE = "channel:team-telegram"
 
 
-def _node(root: Path, name: str, bot_api: Any, model_url: str) -> Path:
+def _node(root: Path, name: str, bot_api: Any, model_url: str, workers: int) -> Path:
     database = {"url": "${TALON_DATABASE_URL}", "cluster": True, "node_id": name}
     config = telegram_node(root, bot_api, model_url, database)
-    providers = yaml.safe_load(config.read_text())
-    providers["providers"]["local"]["type"] = "anthropic"  # the asking stand-in speaks Anthropic's API
-    providers["channels"][0]["streaming"] = "off"  # about the prompt and its answer, not previews
-    config.write_text(yaml.safe_dump(providers), encoding="utf-8")
+    settings = yaml.safe_load(config.read_text())
+    settings["providers"]["local"]["type"] = "anthropic"  # the asking stand-in speaks Anthropic's API
+    settings["channels"][0]["streaming"] = "off"  # about the prompt and its answer, not previews
+    settings["queue"] = {"workers": workers}
+    config.write_text(yaml.safe_dump(settings), encoding="utf-8")
     persona_file = root / "personas" / "assistant" / "persona.yaml"
     persona = yaml.safe_load(persona_file.read_text())
     persona["capabilities"] = ["chat.ask"]
@@ -75,7 +76,10 @@ async def test_taps_and_typed_answers_on_the_poller_resume_turns_waiting_on_eith
         fake_process("tests.fakes.telegram_api.standalone", tmp_path, "--latency", "0.02:0.1") as bot_api,
         fake_process("tests.fakes.asking_model", tmp_path, "--counts", str(counts)) as model,
     ):
-        configs = {n: _node(tmp_path / n, n, bot_api, model.url) for n in ("n1", "n2")}
+        # The poller's node takes in every message and would run every turn itself while it
+        # has a worker free; with one, the other node runs many of them.
+        workers = {"n1": 1, "n2": 32}
+        configs = {n: _node(tmp_path / n, n, bot_api, model.url, workers[n]) for n in workers}
         nodes = {n: Daemon(configs[n], env) for n in configs}
         async with nodes["n1"], nodes["n2"]:
             await nodes["n1"].start(tmp_path / "n1" / "data", ready_timeout=60)  # it migrates, then polls
