@@ -212,8 +212,14 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
                 inject_rounds(discord.url, discord_burst._rounds(DMS, PER_CHAT), 0.3),
             )
             await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "before the kill", 1.0)
+            # Mid-burst, once the first leader has fired the schedule due before the kill.
             async with asyncio.timeout(120):
-                while sum(map(len, (await get_json(f"{bot_api.url}/_fake/sent")).values())) < 60:
+                while True:
+                    sent_so_far = await get_json(f"{bot_api.url}/_fake/sent")
+                    if sum(map(len, sent_so_far.values())) >= 60 and _replies(
+                        sent_so_far, SCHEDULE_CHAT, "before the kill"
+                    ):
+                        break
                     await asyncio.sleep(0.05)
             await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "after the kill", 4.0)
             await nodes["n1"].kill()
@@ -245,13 +251,14 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
                 )
                 await asyncio.sleep(0.5)
             _, after, _ = await talon("status", "--config", str(configs["n2"]), env=env)
+            # Before the nodes stop: the first to stop hands its roles to the last.
+            slack_stats = await get_json(f"{slack.url}/_fake/stats")
+            discord_stats = await get_json(f"{discord.url}/_fake/stats")
             for name in names[1:]:
                 assert await nodes[name].stop() == 0
         messages = await get_json(f"{bot_api.url}/_fake/messages")
         shown = {chat: [m["text"] for m in ms if not m["deleted"]] for chat, ms in messages.items()}
         sent = await _sent(fakes)
-        slack_stats = await get_json(f"{slack.url}/_fake/stats")
-        discord_stats = await get_json(f"{discord.url}/_fake/stats")
 
     assert all(seconds < FAILOVER + 10 for seconds in took_over.values()), took_over
     # One gateway session at a time: n1's, then the one of the node that took it over.
