@@ -1,6 +1,6 @@
 """The host tools inside the daemon: bridge, bridge socket, per-turn toolboxes, MCP sessions.
 
-:class:`HostTools` is what :func:`gateway.daemon.build_components` wires:
+:class:`HostTools` is what :func:`gateway.components.build_components` wires:
 
 - as the turn runner's ``TurnTools``: :meth:`HostTools.toolbox` registers the run's
   identity with the bridge and returns the turn's :class:`RunToolBox` (calls go straight to

@@ -17,13 +17,15 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from connectors.base import Connector, single_receiver
 from gateway import talon_version
 from gateway.cluster.markers import marker_text, remove_marker, write_marker
 from gateway.cluster.roles import RoleGate
+from gateway.config import Settings
 from gateway.database_settings import DatabaseSettings
 from gateway.store.db import Database
 from gateway.store.nodes import (
@@ -103,6 +105,36 @@ class ClusterNode:
         self._task: asyncio.Task[None] | None = None
         self._roles: list[RoleGate] = []
         self._members: list[Callable[[int], None]] = []
+
+    @classmethod
+    def of(cls, db: Database, settings: Settings, *, on_lost: Callable[[], None]) -> ClusterNode:
+        """The node ``settings`` (the loaded talon.yaml) describe."""
+        return cls(
+            db,
+            settings.database,
+            max_attempts=settings.queue.max_attempts,
+            on_lost=on_lost,
+            workspaces_path=settings.workspaces_path,
+        )
+
+    def share_channels(self, connectors: Mapping[str, Connector]) -> None:
+        """Give each single-receiver channel (a bot's Telegram poller, Discord's gateway
+        session) a role, taken by one node at a time, and share each channel's send rate over
+        the nodes alive: it is the platform's limit for the bot, however many nodes send."""
+        for name, connector in connectors.items():
+            if single_receiver(connector):
+                connector.receive_gate = self.role(f"channel:{name}")  # type: ignore[attr-defined]
+        pacers = [pacer for connector in connectors.values() if (pacer := getattr(connector, "pacer", None))]
+        self.on_members(lambda nodes: [pacer.share(nodes) for pacer in pacers])
+
+    async def lead(self, role: str, stopped: asyncio.Event) -> bool:
+        """Wait until this node holds ``role`` (True), or until ``stopped`` is set (False)."""
+        held = asyncio.create_task(self.role(role).wait())
+        stopping = asyncio.create_task(stopped.wait())
+        await asyncio.wait({held, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (held, stopping):
+            task.cancel()
+        return not stopped.is_set()
 
     def role(self, name: str) -> RoleGate:
         """The role ``name`` (a bot's poller, the scheduler), which this node may come to hold."""

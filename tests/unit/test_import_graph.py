@@ -16,7 +16,7 @@ closes no cycle). Imports of anything outside the three packages are ignored, an
 imports by computed name (``importlib.import_module(name)``).
 
 Layer rules checked: ``connectors`` and ``tools`` never import the daemon wiring
-(``gateway.daemon``, ``gateway.cli``); the rest of the core never imports a specific connector
+(``gateway.daemon``, ``gateway.components``, ``gateway.cli``); the rest of the core never imports a specific connector
 (a platform's module) or a specific tool (a module of a tool family, or one defining ``TOOL``).
 
 ``ALLOWED_UNTIL_RESHAPED`` names the edges that still break these rules; whoever removes one
@@ -34,7 +34,7 @@ from typing import Literal
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gateway", "connectors", "tools")
-WIRING = frozenset({"gateway.daemon", "gateway.cli"})
+WIRING = frozenset({"gateway.daemon", "gateway.components", "gateway.cli"})
 # Modules of ``connectors`` every connector shares; every other module there belongs to one platform.
 SHARED_CONNECTOR_MODULES = frozenset({"base", "interactive", "pacing", "policy", "render", "streaming"})
 
@@ -470,7 +470,7 @@ def test_there_are_no_import_cycles() -> None:
 def test_layers_point_downward() -> None:
     wrong = [str(e) for e in layer_violations(_without_allowed(EDGES), MODULES)]
     assert not wrong, (
-        "connectors and tools never import gateway.daemon or gateway.cli; the core imports no specific "
+        "connectors and tools never import gateway.daemon, gateway.components or gateway.cli; the core imports no specific "
         "connector or tool (the daemon wires them):\n" + "\n".join(wrong)
     )
 
