@@ -50,8 +50,8 @@ INTERACTIONS_CHANNEL = "talon_interactions"  # migration 0028's trigger, payload
 # Seconds a node waits before it tries to lease work another node took in. That node has it
 # first (it notified its own queue as it committed), so two nodes seldom race for one thread:
 # a race costs both a serialization conflict and reruns. Measured with bench/bench_cluster.py:
-# two nodes' conflicts fell from 20-31 to under 1 per second, and their replies/s rose from
-# 0.7-0.8x one node's to 1.0x. A node that is busy leaves the work to the others this late.
+# two nodes' conflicts fell from 20-31 to under 1 per second, and their replies/s from
+# 0.7-0.8x one node's to 0.9-1.0x. A node that is busy leaves the work to the others this late.
 REMOTE_WORK_DELAY = 0.05
 
 

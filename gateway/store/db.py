@@ -268,7 +268,9 @@ class Database:
         group in which one ``fn`` raises is rolled back and each ``fn`` runs again alone, so
         only its caller gets the exception; every caller returns after the commit that holds
         its work. Under load this turns many small commits into a few, and the writer stops
-        being the limit. ``fn`` must not block on anything but SQLite.
+        being the limit. ``fn`` must not block on anything but the database, and it may run
+        more than once (its group was spoiled, or conflicted with another node's): it must
+        change nothing but the database.
         """
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._group.append(((lambda conn: fn(conn, *args, **kwargs)) if args or kwargs else fn, future))
