@@ -65,6 +65,7 @@ SHUTDOWN_TIMEOUT = 5.0  # seconds the last flush may take when the daemon stops
 _PROPAGATOR = TraceContextTextMapPropagator()
 _tracer: trace.Tracer | None = None
 _provider: TracerProvider | None = None
+_exporter: _QuietExporter | None = None
 _content = False
 _keep_seconds = 30 * 86_400.0
 RECENT = 4096  # parents kept in memory too, so a send need not read its run's from the store
@@ -75,7 +76,7 @@ _recent_lock = threading.Lock()
 def install(settings: TracesSettings) -> bool:
     """Start exporting spans as ``settings`` says; returns False (and does nothing) when
     ``otlp_endpoint`` is not set."""
-    global _tracer, _provider, _content, _keep_seconds
+    global _tracer, _provider, _exporter, _content, _keep_seconds
     if settings.otlp_endpoint is None:
         return False
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -93,7 +94,8 @@ def install(settings: TracesSettings) -> bool:
         resource=Resource.create({"service.name": settings.service_name}),
         sampler=ParentBased(TraceIdRatioBased(settings.sample_ratio)),
     )
-    provider.add_span_processor(BatchSpanProcessor(_QuietExporter(exporter), export_timeout_millis=10_000))
+    _exporter = _QuietExporter(exporter)
+    provider.add_span_processor(BatchSpanProcessor(_exporter, export_timeout_millis=10_000))
     _provider, _content, _keep_seconds = provider, settings.content, settings.retention_days * 86_400
     _tracer = provider.get_tracer("talon")
     log.info("exporting OpenTelemetry spans to %s", traces_url(settings.otlp_endpoint))
@@ -102,16 +104,16 @@ def install(settings: TracesSettings) -> bool:
 
 def uninstall() -> None:
     """Stop making spans (what is buffered is dropped): for tests."""
-    global _tracer, _provider, _content
-    _tracer, _provider, _content = None, None, False
+    global _tracer, _provider, _exporter, _content
+    _tracer, _provider, _exporter, _content = None, None, None, False
     with _recent_lock:
         _recent.clear()
 
 
 async def shutdown(timeout: float = SHUTDOWN_TIMEOUT) -> None:
     """Export what is buffered and stop, within ``timeout`` seconds, off the event loop."""
-    global _tracer, _provider
-    provider, _tracer, _provider = _provider, None, None
+    global _tracer, _provider, _exporter
+    provider, exporter, _tracer, _provider, _exporter = _provider, _exporter, None, None, None
     if provider is None:
         return
     import asyncio
@@ -122,8 +124,9 @@ async def shutdown(timeout: float = SHUTDOWN_TIMEOUT) -> None:
 
     try:
         await asyncio.wait_for(asyncio.to_thread(stop), timeout + 1)
-    except Exception:
-        log.warning("the last spans could not be exported before stopping", exc_info=True)
+    except Exception:  # a collector that is down: its exporter retries past the timeout
+        if exporter is None or exporter.due():
+            log.warning("the last spans could not be exported before stopping; they are dropped")
 
 
 def traces_url(endpoint: str) -> str:
@@ -271,11 +274,22 @@ class _QuietExporter:
     def _note_failure(self, count: int) -> None:
         with self._lock:
             self._failed += count
-            now = time.monotonic()
-            if self._last_logged and now - self._last_logged < self.interval:
+            if not self._due_locked():
                 return
-            dropped, self._failed, self._last_logged = self._failed, 0, now
+            dropped, self._failed = self._failed, 0
         log.warning("the trace collector did not take %d spans; they are dropped", dropped)
+
+    def due(self) -> bool:
+        """Whether a line about failed exports may be logged now (it is then counted as logged)."""
+        with self._lock:
+            return self._due_locked()
+
+    def _due_locked(self) -> bool:
+        now = time.monotonic()
+        if self._last_logged and now - self._last_logged < self.interval:
+            return False
+        self._last_logged = now
+        return True
 
     def shutdown(self) -> None:
         with contextlib.suppress(Exception):

@@ -177,4 +177,5 @@ async def test_a_collector_that_is_down_costs_the_turn_nothing_and_logs_one_line
         otel.uninstall()
     assert first.status == second.status == "completed"
     failures = [r for r in caplog.records if r.name == "talon.otel"]
-    assert len(failures) == 1 and "did not take" in failures[0].getMessage()
+    # One line, whether the exporter gave up before the stop or the stop's flush timed out first.
+    assert len(failures) == 1 and "they are dropped" in failures[0].getMessage(), failures
