@@ -203,7 +203,7 @@ class BatchSenders:
     """Who sent a batch's user messages."""
 
     sole: str | None  # the one sender when every message has the same one, else None
-    every: tuple[str, ...]  # each distinct sender, sorted (none for a batch without)
+    every: tuple[str, ...]  # each distinct sender, the first to write first (none for a batch without)
 
     @property
     def counted(self) -> str | None:
@@ -222,7 +222,8 @@ def batch_senders(conn: sqlite3.Connection, message_ids: Sequence[int]) -> Batch
     ids = [
         row[0]
         for row in conn.execute(
-            f"SELECT DISTINCT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user' ORDER BY sender_id",
+            f"SELECT sender_id FROM messages WHERE id IN ({marks}) AND role = 'user' "
+            "GROUP BY sender_id ORDER BY MIN(id)",
             tuple(message_ids),
         ).fetchall()
     ]

@@ -99,8 +99,11 @@ async def test_batch_senders_are_the_distinct_users_of_the_messages(store: Backe
             store.messages.add_message, thread_id, role, "x", created_at=1.0, sender_id=sender
         )
 
-    ids = [await say("user", "ann"), await say("user", "bob"), await say("user", "ann")]
+    ids = [await say("user", "bob"), await say("user", "ann"), await say("user", "bob")]
     reply = await say("assistant", None)
-    assert (await store.read(store.messages.batch_senders, [*ids, reply])).every == ("ann", "bob")
+    assert (await store.read(store.messages.batch_senders, [*ids, reply])).every == (
+        "bob",
+        "ann",
+    )  # first to write first
     assert (await store.read(store.messages.batch_senders, [reply])).every == ()
     assert (await store.read(store.messages.batch_senders, [])).every == ()
