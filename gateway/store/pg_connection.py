@@ -107,16 +107,28 @@ _VALUES = re.compile(r"\bVALUES\s*(\((?:[^()'\"]|%s)*\))", re.IGNORECASE)
 
 
 @lru_cache(maxsize=512)
-def multi_row(query: str, rows: int) -> str | None:
-    """``query`` (translated) inserting ``rows`` rows in one statement, or None when it is not
-    an ``INSERT ... VALUES (...)`` with one plain tuple."""
+def _insert_parts(query: str) -> tuple[str, str, str] | None:
+    """(before, the VALUES tuple, after) of a translated ``INSERT ... VALUES (...)`` with one
+    plain tuple; None for any other statement."""
     if not query.lstrip()[:6].upper() == "INSERT":
         return None
     found = list(_VALUES.finditer(query))
     if len(found) != 1:
         return None
     match = found[0]
-    return query[: match.start(1)] + ", ".join([match.group(1)] * rows) + query[match.end(1) :]
+    return query[: match.start(1)], match.group(1), query[match.end(1) :]
+
+
+def multi_row(query: str, rows: int) -> str | None:
+    """``query`` (translated) inserting ``rows`` rows in one statement, or None when it is not
+    an ``INSERT ... VALUES (...)`` with one plain tuple."""
+    parts = _insert_parts(query)
+    return None if parts is None else _repeat(parts, rows)
+
+
+def _repeat(parts: tuple[str, str, str], rows: int) -> str:
+    before, one, after = parts
+    return before + ", ".join([one] * rows) + after
 
 
 class PgCursor:
@@ -197,11 +209,11 @@ class PgConnection:
         try:
             if pipelined:
                 cursor.executemany(query, values)
-            elif len(values) > 1 and multi_row(query, 2) is not None:
+            elif len(values) > 1 and (parts := _insert_parts(query)) is not None:
                 count = 0
                 for start in range(0, len(values), ROWS_PER_INSERT):
                     part = values[start : start + ROWS_PER_INSERT]
-                    cursor.execute(multi_row(query, len(part)) or query, [v for row in part for v in row])
+                    cursor.execute(_repeat(parts, len(part)), [v for row in part for v in row])
                     count += max(cursor.rowcount, 0)
                 return _Counted(cursor, count)
             else:

@@ -17,30 +17,19 @@ from connectors.base import InboundEvent, IntakeStatus, Sender, ThreadKey
 from gateway.interactions.kinds import READINGS
 from gateway.interactions.questions import check_question, question_prompt
 from gateway.interactions.service import Asked, Interactions
-from gateway.store.db import Database
 from gateway.store.interactions import InteractionRow
-from gateway.store.nodes import lock_key, register_node, try_lock
-from gateway.store.postgres import open_postgres
 from gateway.store.threads import upsert_thread
+from tests.store_helpers import cluster_node
 
 KEY = ThreadKey("tg", "42")
 SPEC = check_question({"question": "Ship it?", "type": "confirm"})
 ASKED = Asked("question", SPEC, lambda pid: question_prompt(pid, SPEC, None), None, timeout=60)
 
 
-async def _node(url: str, path: Path, name: str) -> Database:
-    await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
-    db = await open_postgres(url, path, node=True, cluster=True)
-    key = lock_key(f"node:{name}")
-    assert await db.on_writer_session(try_lock, key)
-    await db.run_transaction(register_node, name, host="h", pid=1, version="t", key=key, now=time.time())
-    return db
-
-
 @pytest.fixture
 async def nodes(pg_server: Any, tmp_path: Path) -> AsyncIterator[tuple[Interactions, Interactions, int]]:
     url = pg_server.new_database()
-    a, b = await _node(url, tmp_path / "a", "a"), await _node(url, tmp_path / "b", "b")
+    a, b = await cluster_node(url, tmp_path / "a", "a"), await cluster_node(url, tmp_path / "b", "b")
     thread = await a.run_transaction(
         lambda conn: upsert_thread(conn, KEY, chat_type="private", persona="p", now=time.time())
     )

@@ -22,30 +22,22 @@ from gateway.store.interactions import (
     settle_interrupted_posts,
 )
 from gateway.store.messages import add_message
-from gateway.store.nodes import beat, leave, list_nodes, lock_key, reap, register_node, try_lock
+from gateway.store.nodes import beat, leave, list_nodes, reap
 from gateway.store.outbox import ThreadAddress, claim_next, enqueue_chunks, mark_sending, release_thread
 from gateway.store.postgres import NodeLockedError, open_postgres
 from gateway.store.queue import Batch, LeaseLostError, complete_items, enqueue_message, lease_batch
 from gateway.store.runs import start_run
 from gateway.store.threads import upsert_thread
+from tests.store_helpers import cluster_node
 
 FAILOVER = 15.0
-
-
-async def _node(url: str, path: Path, name: str) -> Database:
-    await asyncio.to_thread(path.mkdir, parents=True, exist_ok=True)
-    db = await open_postgres(url, path, node=True, cluster=True)
-    key = lock_key(f"node:{name}")
-    assert await db.on_writer_session(try_lock, key)
-    await db.run_transaction(register_node, name, host="h", pid=1, version="t", key=key, now=time.time())
-    return db
 
 
 @pytest.fixture
 async def two_nodes(pg_server: Any, tmp_path: Path) -> AsyncIterator[tuple[str, Database, Database]]:
     url = pg_server.new_database()
-    a = await _node(url, tmp_path / "a", "a")
-    b = await _node(url, tmp_path / "b", "b")
+    a = await cluster_node(url, tmp_path / "a", "a")
+    b = await cluster_node(url, tmp_path / "b", "b")
     try:
         yield url, a, b
     finally:
@@ -100,8 +92,8 @@ async def test_nodes_leasing_at_once_never_lease_an_item_twice(two_nodes: Any) -
 
 async def test_a_lost_nodes_leases_runs_and_sends_are_taken_back(pg_server: Any, tmp_path: Path) -> None:
     url = pg_server.new_database()
-    a = await _node(url, tmp_path / "a", "a")
-    b = await _node(url, tmp_path / "b", "b")
+    a = await cluster_node(url, tmp_path / "a", "a")
+    b = await cluster_node(url, tmp_path / "b", "b")
     try:
         thread_id = await b.run_transaction(_message, "7", "hello")
         batch = await b.run_transaction(lease_batch, thread_id, 600, time.time(), "b")
