@@ -10,9 +10,9 @@ from gateway.store.pg_connection import ROWS_PER_INSERT, connect, multi_row, tra
 from tests.pg_server import PgServer
 
 
-def test_placeholders_become_psycopgs_and_quoted_text_is_left_alone() -> None:
-    assert translate("SELECT a FROM t WHERE b = ? AND c LIKE '?%' AND d = ?") == (
-        "SELECT a FROM t WHERE b = %s AND c LIKE '?%%' AND d = %s"
+def test_placeholders_are_numbered_and_quoted_text_is_left_alone() -> None:
+    assert translate("SELECT a FROM t WHERE b = ? AND c LIKE '?%' AND \"d?\" = ?") == (
+        "SELECT a FROM t WHERE b = $1 AND c LIKE '?%' AND \"d?\" = $2"
     )
 
 
@@ -32,13 +32,13 @@ def test_literal_percent_and_question_marks_reach_the_server_as_written(pg_serve
 
 
 def test_an_insert_of_many_rows_is_one_statement_per_batch() -> None:
-    query = translate("INSERT INTO t (a, b, n) VALUES (?, ?, 1) ON CONFLICT (a) DO NOTHING")
-    assert multi_row(query, 3) == (
-        "INSERT INTO t (a, b, n) VALUES (%s, %s, 1), (%s, %s, 1), (%s, %s, 1) ON CONFLICT (a) DO NOTHING"
+    query = multi_row("INSERT INTO t (a, b, n) VALUES (?, ?, 1) ON CONFLICT (a) DO NOTHING", 3)
+    assert query is not None and translate(query) == (
+        "INSERT INTO t (a, b, n) VALUES ($1, $2, 1), ($3, $4, 1), ($5, $6, 1) ON CONFLICT (a) DO NOTHING"
     )
-    assert multi_row(translate("DELETE FROM t WHERE a = ?"), 2) is None
-    assert multi_row(translate("INSERT INTO t (a) VALUES (lower(?))"), 2) is None  # nested: left alone
-    assert multi_row(translate("INSERT INTO t (a) VALUES ('(?)')"), 2) is None  # quoted: left alone
+    assert multi_row("DELETE FROM t WHERE a = ?", 2) is None
+    assert multi_row("INSERT INTO t (a) VALUES (lower(?))", 2) is None  # nested: left alone
+    assert multi_row("INSERT INTO t (a) VALUES ('(?)')", 2) is None  # quoted: left alone
 
 
 def test_executemany_stores_every_row_in_order_and_counts_them(pg_server: PgServer) -> None:
@@ -56,3 +56,55 @@ def test_executemany_stores_every_row_in_order_and_counts_them(pg_server: PgServ
             conn.executemany("INSERT INTO m (k, v) VALUES (?, ?)", [(len(rows), "new"), (0, "taken")])
     finally:
         conn.close()
+
+
+def test_a_statement_run_again_gives_the_same_answers_whatever_its_values(pg_server: PgServer) -> None:
+    """From its second run a statement is prepared, once per mix of parameter types."""
+    conn = connect(pg_server.url(), application_name="test")
+    try:
+        conn.execute("CREATE TEMP TABLE v (id BIGSERIAL PRIMARY KEY, n BIGINT, s TEXT)")
+        values = [(1, "a"), (2**40, "b"), (None, "c"), (7, None), (-(2**62), "é ✓")] * 3
+        ids = [
+            conn.execute("INSERT INTO v (n, s) VALUES (?, ?) RETURNING id", row).fetchone()[0]
+            for row in values
+        ]
+        assert len(set(ids)) == len(values)
+        for id_, row in zip(ids, values, strict=True):
+            assert tuple(conn.execute("SELECT n, s FROM v WHERE id = ?", (id_,)).fetchone()) == row
+        assert conn.execute("UPDATE v SET s = ? WHERE n IS NULL", ("none",)).rowcount == 3
+        assert conn.execute("SELECT n FROM v WHERE id = ?", (-1,)).fetchone() is None
+    finally:
+        conn.close()
+
+
+def test_a_prepared_statement_that_fails_leaves_the_connection_usable(pg_server: PgServer) -> None:
+    conn = connect(pg_server.url(), application_name="test")
+    try:
+        conn.execute("CREATE TEMP TABLE u (k INT PRIMARY KEY)")
+        for k in range(3):  # prepared from the second
+            conn.execute("INSERT INTO u VALUES (?)", (k,))
+        conn.execute("BEGIN")
+        with pytest.raises(sqlite3.IntegrityError, match="duplicate key"):
+            conn.execute("INSERT INTO u VALUES (?)", (1,))
+        assert conn.in_transaction
+        conn.rollback()
+        assert not conn.in_transaction
+        conn.execute("INSERT INTO u VALUES (?)", (3,))  # prepared before the rollback, still there
+        assert [r[0] for r in conn.execute("SELECT k FROM u ORDER BY k").fetchall()] == [0, 1, 2, 3]
+        with pytest.raises(sqlite3.DatabaseError, match="syntax"):
+            conn.execute("SELEC ?", (1,))
+    finally:
+        conn.close()
+
+
+def test_a_connection_the_server_dropped_raises_an_operational_error(pg_server: PgServer) -> None:
+    conn = connect(pg_server.url(), application_name="dropped")
+    admin = connect(pg_server.url(), application_name="admin")
+    try:
+        pid = conn.execute("SELECT pg_backend_pid() + ?", (0,)).fetchone()[0]
+        admin.execute("SELECT pg_terminate_backend(?)", (pid,))
+        with pytest.raises(sqlite3.OperationalError):
+            conn.execute("SELECT pg_backend_pid() + ?", (0,))
+    finally:
+        conn.close()
+        admin.close()
