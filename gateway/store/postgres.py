@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from gateway.store.pg_connection import PgConnection, connect
 
 __all__ = [
     "POSTGRESQL",
+    "SINGLE_NODE",
     "NodeLockedError",
     "ServerState",
     "apply_migrations",
@@ -107,6 +108,14 @@ POSTGRESQL = Engine(
         "with pg_restore; `talon backup` copies SQLite files only"
     ),
 )
+
+
+# One daemon alone on the database: its one writer connection runs one transaction at a time,
+# so its writes already run as if alone, and a snapshot is enough against the rare writer
+# beside it (a `talon` command): two writes of one row conflict, and the later transaction
+# reruns. Serializable's predicate locks cost about a third of the server's time per statement
+# (bench/bench_e2e.py --postgres) and would guard only against that command.
+SINGLE_NODE = replace(POSTGRESQL, begin_write="BEGIN ISOLATION LEVEL REPEATABLE READ")
 
 
 def _try_node_lock(conn: PgConnection) -> bool:
@@ -199,7 +208,8 @@ async def open_postgres(
             await worker.close()
         raise
     writer, reader = opened
-    return Database(writer, reader, None, data_path / DB_FILE, POSTGRESQL, url=url)
+    engine = SINGLE_NODE if node and not cluster else POSTGRESQL
+    return Database(writer, reader, None, data_path / DB_FILE, engine, url=url)
 
 
 @dataclass(frozen=True, slots=True)
