@@ -28,7 +28,7 @@ from gateway.intake import Intake
 from gateway.intake_limits import IntakeLimits, channel_limits
 from gateway.interactions.approvals import ApprovalGate, unknown_tool_problems
 from gateway.interactions.kinds import READINGS
-from gateway.interactions.service import CheckpointHook, Interactions
+from gateway.interactions.service import Interactions
 from gateway.outbox import Outbox
 from gateway.personas import Persona
 from gateway.pipeline import Bindings, Pipeline
@@ -187,7 +187,7 @@ def build_components(settings: Settings, personas: Mapping[str, Persona], db: Da
         bus=bus,
         tools=host_tools,
         schedule_results=partial(record_result, db),
-        hooks=[delegation, children, schedule_hook, CheckpointHook(db)],
+        hooks=[delegation, children, schedule_hook],
         summarizer=summarizer,
         voice=Voice(db=db, settings=settings, connectors=connectors, outbox=outbox),
     )

@@ -17,6 +17,7 @@ from gateway.runtime.checkpoints import Suspended, from_state
 from gateway.runtime.context import transcript_rows
 from gateway.runtime.model import Usage
 from gateway.store.children import Payer, job_payer
+from gateway.store.delegation import BACKGROUND_CHANNEL
 from gateway.store.interactions import load_checkpoint
 from gateway.store.memory import list_items
 from gateway.store.messages import NO_SENDERS, BatchSenders, MessageRow, batch_senders, platform_message_id
@@ -91,7 +92,7 @@ def begin_turn(conn: sqlite3.Connection, batch: Batch, personas: Mapping[str, Pe
         batch_senders(conn, batch.message_ids),
         from_state(state) if state is not None else None,
         tuple(parents),
-        job_payer(conn, batch.thread_id),
+        job_payer(conn, batch.thread_id) if thread.channel == BACKGROUND_CHANNEL else None,
     )
 
 

@@ -38,17 +38,17 @@ from gateway.poster import ChannelPoster
 from gateway.queue import Batch, ReplyNotSavedError, TurnHandler, complete_in
 from gateway.roles import as_role, batch_role
 from gateway.runtime.agent import TurnResult, run_agent
-from gateway.runtime.checkpoints import Checkpoint, Suspended, to_state
+from gateway.runtime.checkpoints import Checkpoint, Suspended
 from gateway.runtime.context import ChannelInfo
 from gateway.runtime.fallback import chain_for
 from gateway.runtime.model import ModelProvider
 from gateway.spending import BudgetState, Spending
 from gateway.store.db import Database
-from gateway.store.interactions import save_checkpoint
 from gateway.store.runs import end_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import Summarizer
 from gateway.tracing import RunTrace
+from gateway.turn_checkpoints import TurnCheckpoints
 from gateway.turn_commit import (
     Reply,
     commit_refusal,
@@ -105,7 +105,8 @@ class TurnRunner(TurnHandler):
         self.bus = bus
         self.tools = tools or NoTurnTools()
         self.schedule_results = schedule_results
-        self.hooks = list(hooks)
+        self.checkpoints = TurnCheckpoints(db)
+        self.hooks = [*hooks, self.checkpoints]  # the last: a turn's checkpoints go when it is over
         self.summarizer = summarizer
         self.voice = voice
         self.spending = Spending(db, settings, poster.notify)
@@ -340,9 +341,7 @@ class TurnRunner(TurnHandler):
             return None
 
         async def save(state: Suspended) -> None:
-            await self.db.run_transaction(
-                save_checkpoint, run_id, batch.thread_id, to_state(state), batch.ids, time.time()
-            )
+            await self.checkpoints.save(run_id, batch, state)
 
         return Checkpoint(may_wait, save)
 

@@ -49,7 +49,6 @@ from gateway.store.interactions import (
     answer_interaction,
     claim_post,
     create_interaction,
-    drop_checkpoints,
     expire_interaction,
     get_interaction,
     pending_interactions,
@@ -61,7 +60,7 @@ from gateway.store.interactions import (
 from gateway.store.messages import record_event
 from gateway.store.threads import get_thread
 
-__all__ = ["Asked", "CheckpointHook", "Interactions", "Reading"]
+__all__ = ["Asked", "Interactions", "Reading"]
 
 log = logging.getLogger("talon.interactions")
 
@@ -440,19 +439,3 @@ def _prompt_text(row: InteractionRow) -> str:
     spec = row.spec
     text = spec.get("question") or spec.get("title") or ""
     return f"❓ {text}" if row.kind == "question" else str(text)
-
-
-class CheckpointHook:
-    """A turn hook: when a turn ends, the checkpoints of its thread's runs are dropped."""
-
-    def __init__(self, db: Database):
-        self.db = db
-
-    async def prepare(self, thread: Any, persona: Any) -> tuple[Any, float | None]:
-        return persona, None
-
-    async def turn_started(self, thread: Any, batch: Any, run_id: int) -> None:
-        return None
-
-    async def turn_ended(self, thread: Any, batch: Any, status: str, text: str, error: str | None) -> None:
-        await self.db.run_transaction(drop_checkpoints, batch.thread_id)
