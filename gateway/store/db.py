@@ -157,7 +157,16 @@ def _run_group(
                     raise _MemberRaised from exc
                 conn.rollback()
                 return [_Failed(exc)]
-        conn.commit()
+        try:
+            conn.commit()
+        except WriteConflictError:
+            raise
+        except sqlite3.Error as exc:
+            # On PostgreSQL a statement nobody read reports its failure here (pg_pipeline.py).
+            if len(group) > 1:
+                raise _MemberRaised from exc
+            conn.rollback()
+            return [_Failed(exc)]
     except BaseException:
         if conn.in_transaction:
             conn.rollback()

@@ -28,8 +28,8 @@ import itertools
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from functools import lru_cache
-from typing import Any, NoReturn
+from functools import lru_cache, partial
+from typing import Any
 
 import psycopg
 from psycopg import pq
@@ -37,6 +37,7 @@ from psycopg.adapt import PyFormat, Transformer
 from psycopg.conninfo import conninfo_to_dict
 
 from gateway.store.db import WriteConflictError
+from gateway.store.pg_pipeline import Pipeline, Sent
 
 __all__ = ["KEEPALIVES", "ROWS_PER_INSERT", "PgConnection", "PgRow", "connect", "multi_row", "translate"]
 
@@ -131,22 +132,34 @@ def _repeat(parts: tuple[str, str, str], rows: int) -> str:
 
 
 class PgCursor:
-    """The result of one statement: ``fetchone``, ``fetchall``, ``rowcount`` and iteration."""
+    """The result of one statement: ``fetchone``, ``fetchall``, ``rowcount`` and iteration.
 
-    __slots__ = ("_next", "_rows", "rowcount")
+    In a transaction the result may not be read yet (:mod:`gateway.store.pg_pipeline`): it is
+    read when first looked at, and a failure of the transaction is raised then.
+    """
 
-    def __init__(self, rows: list[PgRow], rowcount: int) -> None:
+    __slots__ = ("_count", "_next", "_pending", "_rows")
+
+    def __init__(self, rows: list[PgRow], count: int, pending: tuple[Pipeline, Sent] | None = None) -> None:
         self._rows = rows
         self._next = 0
-        self.rowcount = rowcount
+        self._count = count
+        self._pending = pending
+
+    @property
+    def rowcount(self) -> int:
+        self._settle()
+        return self._count
 
     def fetchone(self) -> PgRow | None:
+        self._settle()
         if self._next >= len(self._rows):
             return None
         self._next += 1
         return self._rows[self._next - 1]
 
     def fetchall(self) -> list[PgRow]:
+        self._settle()
         rows = self._rows[self._next :]
         self._next = len(self._rows)
         return rows
@@ -157,6 +170,56 @@ class PgCursor:
     def close(self) -> None:
         self._rows = []
 
+    def _settle(self) -> None:
+        if self._pending is None:
+            return
+        pipeline, sent = self._pending
+        try:
+            pipeline.settle(sent)
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        if sent.error is not None:
+            raise sent.error
+        assert sent.result is not None
+        self._pending = None
+        self._rows, self._count = _outcome(sent.result, sent.loader)
+
+
+class _Summed:
+    """The cursor of several statements (an ``executemany``): their rows counted together."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self, parts: list[PgCursor]) -> None:
+        self._parts = parts
+
+    @property
+    def rowcount(self) -> int:
+        return sum(max(part.rowcount, 0) for part in self._parts)
+
+    def fetchone(self) -> None:
+        return None
+
+    def fetchall(self) -> list[PgRow]:
+        return []
+
+    def __iter__(self) -> Iterator[PgRow]:
+        return iter(())
+
+    def close(self) -> None:
+        self._parts = []
+
+
+def _outcome(result: pq.abc.PGresult, loader: Transformer) -> tuple[list[PgRow], int]:
+    """(rows, rowcount) of a statement's successful result."""
+    if result.status == _TUPLES_OK:
+        names = tuple((result.fname(i) or b"").decode() for i in range(result.nfields))
+        loader.set_pgresult(result)
+        rows = loader.load_rows(0, result.ntuples, _row_class(names))
+        return rows, len(rows)
+    count = result.command_tuples
+    return [], -1 if count is None else count
+
 
 # Distinct statements a connection keeps prepared; any beyond run unprepared. The store's
 # statements are a few hundred; the rest are multi-row INSERTs of one-off sizes.
@@ -164,6 +227,7 @@ PREPARED_MAX = 1024
 
 _TUPLES_OK = pq.ExecStatus.TUPLES_OK
 _COMMAND_OK = pq.ExecStatus.COMMAND_OK
+_ENDS = (b"COMMIT", b"ROLLBACK")
 
 
 class PgConnection:
@@ -178,25 +242,35 @@ class PgConnection:
         # (statement, parameter types) -> its server-side name; None once seen, not prepared
         self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes | None] = {}
         self._names = itertools.count(1)
+        self._pipeline: Pipeline | None = None  # the open transaction's
 
     @property
     def in_transaction(self) -> bool:
-        return self._pg.transaction_status != pq.TransactionStatus.IDLE
+        return self._pipeline is not None or self._pg.transaction_status != pq.TransactionStatus.IDLE
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
-        return self._run(_wire(sql), params or ())
+        query = _wire(sql)
+        if self._pipeline is not None:
+            if query in _ENDS:
+                return self._end(query)
+            return self._send(query, params or ())
+        if not params and query.startswith(b"BEGIN"):
+            self._pipeline = Pipeline(self._pg, self._error_of)
+            self._send(query, ())
+            return PgCursor([], -1)
+        return self._run(query, params or ())
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], *, pipelined: bool = False) -> PgCursor:
+    def executemany(
+        self, sql: str, rows: Iterable[Sequence[Any]], *, pipelined: bool = False
+    ) -> PgCursor | _Summed:
         """``sql`` once per row. An ``INSERT ... VALUES (...)`` runs as one statement of many
         rows (:func:`multi_row`), up to :data:`ROWS_PER_INSERT` at a time: a reply's trace
-        events and usage rollups are a dozen rows, each a round trip otherwise. Its rows must
-        not upsert one key twice, which PostgreSQL refuses within one statement. Other
-        statements run one at a time unless ``pipelined`` (psycopg's executemany, one round
-        trip): a pipeline that a conflict with another node aborted logs a warning as psycopg
-        tears it down, though the conflict only means the transaction runs again. A bulk copy
-        pipelines."""
+        events and usage rollups are a dozen rows, each a statement otherwise. Its rows must
+        not upsert one key twice, which PostgreSQL refuses within one statement. ``pipelined``
+        (a bulk copy, outside a transaction): psycopg's executemany, one round trip."""
         values = [tuple(r) for r in rows]
         if pipelined:
+            self._leave_pipeline()
             try:
                 with psycopg.RawCursor(self._conn) as cursor:
                     cursor.executemany(translate(sql), values)
@@ -205,19 +279,17 @@ class PgConnection:
                 raise _as_sqlite_error(exc) from exc
         parts = _insert_parts(sql) if len(values) > 1 else None
         if parts is None:
-            count = 0
-            for row in values:
-                count += max(self._run(_wire(sql), row).rowcount, 0)
-            return PgCursor([], count)
-        count = 0
-        for start in range(0, len(values), ROWS_PER_INSERT):
-            part = values[start : start + ROWS_PER_INSERT]
-            query = _wire(_repeat(parts, len(part)))
-            count += max(self._run(query, [v for row in part for v in row]).rowcount, 0)
-        return PgCursor([], count)
+            return _Summed([self.execute(sql, row) for row in values])
+        return _Summed(
+            [
+                self.execute(_repeat(parts, len(part)), [v for row in part for v in row])
+                for part in (values[i : i + ROWS_PER_INSERT] for i in range(0, len(values), ROWS_PER_INSERT))
+            ]
+        )
 
     def script(self, sql: str) -> None:
         """Run several statements as they are (a migration file): no placeholder rewriting."""
+        self._leave_pipeline()
         try:
             self._conn.execute(sql.encode(), prepare=False)
         except psycopg.Error as exc:
@@ -234,49 +306,96 @@ class PgConnection:
         self._conn.close()
 
     def _run(self, query: bytes, params: Sequence[Any]) -> PgCursor:
+        """``query`` outside a transaction: sent, and its result waited for."""
         tx = Transformer(self._conn)
         try:
             if params:
                 values = tx.dump_sequence(params, [PyFormat.AUTO] * len(params))
-                result = self._send(query, values, tx.types, tx.formats)
-            else:  # BEGIN, COMMIT and the like: the simple protocol, one message
+                key = (query, tuple(tx.types))
+                name = self._name(key)
+                if name is None:
+                    result = self._pg.exec_params(query, values, tx.types, tx.formats)
+                else:
+                    if self._prepared[key] != name:  # first use of the name
+                        prepared = self._pg.prepare(name, query, tx.types)
+                        if prepared.status != _COMMAND_OK:
+                            raise self._error_of(prepared)
+                        self._prepared[key] = name
+                    result = self._pg.exec_prepared(name, values, tx.formats)
+            else:  # the simple protocol, one message
                 result = self._pg.exec_(query)
         except psycopg.Error as exc:
             raise _as_sqlite_error(exc) from exc
-        status = result.status
-        if status == _TUPLES_OK:
-            names = tuple((result.fname(i) or b"").decode() for i in range(result.nfields))
-            tx.set_pgresult(result)
-            rows = tx.load_rows(0, result.ntuples, _row_class(names))
-            return PgCursor(rows, len(rows))
-        if status == _COMMAND_OK:
-            count = result.command_tuples
-            return PgCursor([], -1 if count is None else count)
-        self._fail(result)
+        if result.status not in (_TUPLES_OK, _COMMAND_OK):
+            raise self._error_of(result)
+        rows, count = _outcome(result, tx)
+        return PgCursor(rows, count)
 
-    def _send(
-        self, query: bytes, values: Sequence[Any], types: Sequence[int], formats: Sequence[pq.Format]
-    ) -> pq.abc.PGresult:
-        """Run ``query``: unnamed the first time, prepared from the second."""
-        key = (query, tuple(types))
-        name = self._prepared.get(key, b"")
-        if name == b"":
+    def _send(self, query: bytes, params: Sequence[Any]) -> PgCursor:
+        """``query`` in the open transaction: sent, its result read when looked at."""
+        assert self._pipeline is not None
+        pipeline = self._pipeline
+        tx = Transformer(self._conn)
+        try:
+            values = tx.dump_sequence(params, [PyFormat.AUTO] * len(params)) if params else None
+            types, formats = (tx.types, tx.formats) if params else ((), ())
+            key = (query, tuple(types))
+            name = self._name(key) if params else None  # BEGIN and the like: not worth naming
+            if name is None:
+                sent = pipeline.send(query, values, types, formats)
+            else:
+                if self._prepared[key] != name:
+                    self._prepared[key] = name
+                    pipeline.prepare(name, query, types, on_failure=partial(self._forget, key))
+                sent = pipeline.send_prepared(name, values or (), formats)
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        sent.loader = tx
+        return PgCursor([], -1, (pipeline, sent))
+
+    def _name(self, key: tuple[bytes, tuple[int, ...]]) -> bytes | None:
+        """The prepared statement to run ``key`` as: None the first time (it runs unnamed),
+        then its name (new when the caller must prepare it: it is not yet ``_prepared[key]``)."""
+        if key not in self._prepared:
             if len(self._prepared) < PREPARED_MAX:
                 self._prepared[key] = None
-            return self._pg.exec_params(query, values, types, formats)
-        if name is None:
-            name = b"talon_%d" % next(self._names)
-            prepared = self._pg.prepare(name, query, types)
-            if prepared.status != _COMMAND_OK:
-                self._fail(prepared)
-            self._prepared[key] = name
-        return self._pg.exec_prepared(name, values, formats)
+            return None
+        return self._prepared[key] or b"talon_%d" % next(self._names)
 
-    def _fail(self, result: pq.abc.PGresult) -> NoReturn:
+    def _forget(self, key: tuple[bytes, tuple[int, ...]]) -> None:
+        self._prepared[key] = None  # its PREPARE failed: prepare it again next time
+
+    def _leave_pipeline(self) -> None:
+        """Before psycopg's own calls: the open transaction's statements read, and run without
+        a pipeline from here to its end."""
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is None:
+            return
+        try:
+            error = pipeline.leave()
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        if error is not None:
+            raise error
+
+    def _end(self, query: bytes) -> PgCursor:
+        pipeline, self._pipeline = self._pipeline, None
+        assert pipeline is not None
+        try:
+            error = pipeline.end(query)
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        if error is not None and query == b"COMMIT":
+            raise error
+        return PgCursor([], -1)
+
+    def _error_of(self, result: pq.abc.PGresult) -> sqlite3.Error:
         error = psycopg.errors.error_from_result(result, encoding=self._encoding)
         if self._pg.status == pq.ConnStatus.BAD:  # the server went away: no SQLSTATE to go by
             error = psycopg.OperationalError(str(error) or "the connection to PostgreSQL was lost")
-        raise _as_sqlite_error(error) from error
+        mapped = _as_sqlite_error(error)
+        mapped.__cause__ = error
+        return mapped
 
 
 # TCP keepalives unless the URL sets its own: a server host that vanishes is noticed in about

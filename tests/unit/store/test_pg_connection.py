@@ -83,16 +83,62 @@ def test_a_prepared_statement_that_fails_leaves_the_connection_usable(pg_server:
         conn.execute("CREATE TEMP TABLE u (k INT PRIMARY KEY)")
         for k in range(3):  # prepared from the second
             conn.execute("INSERT INTO u VALUES (?)", (k,))
-        conn.execute("BEGIN")
         with pytest.raises(sqlite3.IntegrityError, match="duplicate key"):
             conn.execute("INSERT INTO u VALUES (?)", (1,))
-        assert conn.in_transaction
-        conn.rollback()
-        assert not conn.in_transaction
-        conn.execute("INSERT INTO u VALUES (?)", (3,))  # prepared before the rollback, still there
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO u VALUES (?)", (3,))  # prepared before, still there
+        conn.commit()
         assert [r[0] for r in conn.execute("SELECT k FROM u ORDER BY k").fetchall()] == [0, 1, 2, 3]
         with pytest.raises(sqlite3.DatabaseError, match="syntax"):
             conn.execute("SELEC ?", (1,))
+    finally:
+        conn.close()
+
+
+def test_a_transactions_statements_are_read_when_looked_at_or_at_commit(pg_server: PgServer) -> None:
+    conn = connect(pg_server.url(), application_name="test")
+    try:
+        conn.execute("CREATE TEMP TABLE w (k INT PRIMARY KEY, v TEXT)")
+        conn.execute("BEGIN")
+        for k in range(5):  # nobody reads these: no wait for each
+            conn.execute("INSERT INTO w VALUES (?, ?)", (k, f"v{k}"))
+        assert conn.execute("UPDATE w SET v = ? WHERE k < ?", ("low", 2)).rowcount == 2
+        assert conn.execute("SELECT count(*) FROM w WHERE v = ?", ("low",)).fetchone()[0] == 2
+        assert conn.in_transaction
+        conn.commit()
+        assert not conn.in_transaction
+        assert conn.execute("SELECT count(*) FROM w").fetchone()[0] == 5
+
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO w VALUES (?, ?)", (10, "new"))
+        duplicate = conn.execute("INSERT INTO w VALUES (?, ?)", (0, "taken"))  # fails, unread
+        after = conn.execute("INSERT INTO w VALUES (?, ?)", (11, "after"))
+        with pytest.raises(sqlite3.IntegrityError, match="duplicate key"):
+            after.rowcount  # noqa: B018 - the first failure of the transaction is raised here
+        with pytest.raises(sqlite3.IntegrityError, match="duplicate key"):
+            duplicate.fetchall()
+        with pytest.raises(sqlite3.IntegrityError, match="duplicate key"):
+            conn.commit()
+        assert conn.in_transaction  # aborted: a rollback ends it
+        conn.rollback()
+        assert not conn.in_transaction
+        assert conn.execute("SELECT count(*) FROM w").fetchone()[0] == 5  # nothing of it stored
+
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO w VALUES (?, ?)", (0, "taken"))  # unread until the commit
+        with pytest.raises(sqlite3.IntegrityError, match="duplicate key"):
+            conn.commit()
+        conn.rollback()
+        conn.execute("SELECT v FROM w WHERE k = ?", (1,))  # seen once: prepared at its next run
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO w VALUES (?, ?)", (0, "taken"))
+        conn.execute("SELECT v FROM w WHERE k = ?", (1,))  # its PREPARE is aborted with it
+        conn.rollback()
+        assert conn.execute("SELECT v FROM w WHERE k = ?", (1,)).fetchone()[0] == "low"  # prepared anew
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO w VALUES (?, ?)", (12, "x"))
+        conn.rollback()  # never read: rolled back all the same
+        assert conn.execute("SELECT count(*) FROM w WHERE k = ?", (12,)).fetchone()[0] == 0
     finally:
         conn.close()
 
