@@ -13,13 +13,14 @@ need no second copy:
 
 Statements run on psycopg's libpq layer (``psycopg.pq``) with psycopg's own adaptation
 (``Transformer``), not through its cursors: a cursor's execute costs about 110 µs of Python
-per statement, this path about 30 µs, and a reply is some 25 statements on the daemon's one
+per statement, this path about 30 µs, and a reply is some 22 statements on the daemon's one
 core (bench/bench_e2e.py ``--postgres``). A statement seen twice is prepared on the server,
 so later runs skip its parse and plan; as in psycopg's own cache, a statement is prepared
 once per mix of parameter types (an integer is sent as the smallest type that holds it).
 
 The connection is in autocommit mode, as the store's SQLite connections are: the store opens
-its transactions itself (``BEGIN``, ``COMMIT``).
+its transactions itself (``BEGIN``, ``COMMIT``). Between the two, statements are pipelined
+(:mod:`gateway.store.pg_pipeline`): a result is waited for only when it is read.
 """
 
 from __future__ import annotations
@@ -267,7 +268,8 @@ class PgConnection:
         rows (:func:`multi_row`), up to :data:`ROWS_PER_INSERT` at a time: a reply's trace
         events and usage rollups are a dozen rows, each a statement otherwise. Its rows must
         not upsert one key twice, which PostgreSQL refuses within one statement. ``pipelined``
-        (a bulk copy, outside a transaction): psycopg's executemany, one round trip."""
+        (a bulk copy): psycopg's own executemany, one round trip for all the rows; the open
+        transaction's statements are read first and the rest of it runs unpipelined."""
         values = [tuple(r) for r in rows]
         if pipelined:
             self._leave_pipeline()

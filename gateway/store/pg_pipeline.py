@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import pq
 
 __all__ = ["Pipeline", "Sent"]
@@ -55,6 +56,7 @@ class Pipeline:
         self._pending: deque[Sent] = deque()
         self._unrequested = False  # sent since the server was last asked to send results
         self.error: Exception | None = None
+        self._nonblocking = pg.nonblocking  # psycopg's connections are already
         pg.nonblocking = 1
         pg.enter_pipeline_mode()
 
@@ -115,7 +117,7 @@ class Pipeline:
         while self._pending:
             self._read_next()
         self._pg.exit_pipeline_mode()
-        self._pg.nonblocking = 0
+        self._pg.nonblocking = self._nonblocking
 
     def _sent(self, sent: Sent) -> Sent:
         self._pending.append(sent)
@@ -126,11 +128,12 @@ class Pipeline:
         sent = self._pending.popleft()
         result = self._result()
         if sent.sync:
-            assert result is not None and result.status == _SYNC, result
+            if result is None or result.status != _SYNC:
+                raise self._lost()
             sent.done = True
             return
-        end = self._result()  # each statement's results end with None
-        assert end is None, end
+        if self._result() is not None:  # each statement's results end with None
+            raise self._lost()
         if result is not None and result.status not in (_ABORTED, _FAILED):
             sent.result = result
         else:
@@ -140,6 +143,11 @@ class Pipeline:
             if sent.on_failure is not None:  # a PREPARE that failed or never ran
                 sent.on_failure()
         sent.done = True
+
+    def _lost(self) -> psycopg.OperationalError:
+        """The results are not in the order sent: the connection broke off mid-stream."""
+        message = self._pg.get_error_message() or "the connection to PostgreSQL was lost"
+        return psycopg.OperationalError(message)
 
     def _result(self) -> pq.abc.PGresult | None:
         pg = self._pg

@@ -148,7 +148,15 @@ def test_a_connection_the_server_dropped_raises_an_operational_error(pg_server: 
     admin = connect(pg_server.url(), application_name="admin")
     try:
         pid = conn.execute("SELECT pg_backend_pid() + ?", (0,)).fetchone()[0]
+        conn.execute("BEGIN")
+        pending = conn.execute("SELECT pg_backend_pid() + ?", (0,))
         admin.execute("SELECT pg_terminate_backend(?)", (pid,))
+        with pytest.raises(sqlite3.OperationalError):
+            conn.execute("SELECT pg_sleep(0.1)").fetchall()  # the pipeline's read breaks off
+        with pytest.raises(sqlite3.OperationalError):
+            pending.fetchone()
+        with pytest.raises(sqlite3.OperationalError):
+            conn.commit()
         with pytest.raises(sqlite3.OperationalError):
             conn.execute("SELECT pg_backend_pid() + ?", (0,))
     finally:
