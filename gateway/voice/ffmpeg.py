@@ -99,9 +99,13 @@ async def _feed_and_read(proc: asyncio.subprocess.Process, data: bytes | None, l
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes) -> None:
     assert proc.stdin is not None
-    with contextlib.suppress(ConnectionError):
-        proc.stdin.write(data)
-        await proc.stdin.drain()
+    try:
+        with contextlib.suppress(ConnectionError):
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+    finally:
+        # Also when the tool stopped reading early: an open stdin keeps the process's
+        # transport open past its exit, for the garbage collector to close.
         proc.stdin.close()
 
 

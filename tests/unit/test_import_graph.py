@@ -32,6 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import pytest
+
+pytestmark = pytest.mark.usefixtures("collector_off")  # the parser and the collector: tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gateway", "connectors", "tools")
 WIRING = frozenset({"gateway.daemon", "gateway.components", "gateway.cli"})

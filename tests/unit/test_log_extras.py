@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("collector_off")  # the parser and the collector: tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gateway", "connectors", "tools", "bench")
 RESERVED = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}

@@ -11,6 +11,10 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.usefixtures("collector_off")  # the parser and the collector: tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("gateway", "connectors", "tools")
 STORE = ROOT / "gateway" / "store"
