@@ -256,7 +256,10 @@ class PgConnection:
                 return self._end(query)
             return self._send(query, params or ())
         if not params and query.startswith(b"BEGIN"):
-            self._pipeline = Pipeline(self._pg, self._error_of)
+            try:
+                self._pipeline = Pipeline(self._pg, self._error_of)
+            except psycopg.Error as exc:  # the connection is gone
+                raise _as_sqlite_error(exc) from exc
             self._send(query, ())
             return PgCursor([], -1)
         return self._run(query, params or ())
@@ -301,6 +304,9 @@ class PgConnection:
         self.execute("COMMIT")
 
     def rollback(self) -> None:
+        if self._pg.status == pq.ConnStatus.BAD:
+            self._pipeline = None  # the server ended the transaction with the connection
+            return
         if self.in_transaction:
             self.execute("ROLLBACK")
 

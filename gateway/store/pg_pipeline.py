@@ -85,6 +85,8 @@ class Pipeline:
             self._unrequested = False
         self._flush()
         while not sent.done:
+            if not self._pending:  # its result was being read when the connection broke
+                raise self._lost()
             self._read_next()
 
     def end(self, statement: bytes) -> Exception | None:

@@ -159,6 +159,10 @@ def test_a_connection_the_server_dropped_raises_an_operational_error(pg_server: 
             conn.commit()
         with pytest.raises(sqlite3.OperationalError):
             conn.execute("SELECT pg_backend_pid() + ?", (0,))
+        with pytest.raises(sqlite3.OperationalError):  # never psycopg's own error
+            conn.execute("BEGIN")
+            conn.execute("SELECT 1").fetchall()
+        conn.rollback()  # what a caller does next: nothing to roll back, and no error either
     finally:
         conn.close()
         admin.close()
