@@ -134,13 +134,12 @@ class Pipeline:
                 raise self._lost()
             sent.done = True
             return
-        if self._result() is not None:  # each statement's results end with None
+        if result is None or self._result() is not None:  # a statement's one result, then None
             raise self._lost()
-        if result is not None and result.status not in (_ABORTED, _FAILED):
+        if result.status not in (_ABORTED, _FAILED):
             sent.result = result
-        else:
-            if result is not None and result.status == _FAILED:
-                self.error = self.error or self._error_of(result)
+        else:  # failed, or aborted by the failure before it
+            self.error = self.error or self._error_of(result)
             sent.error = self.error
             if sent.on_failure is not None:  # a PREPARE that failed or never ran
                 sent.on_failure()
