@@ -3,9 +3,11 @@
 Between ``BEGIN`` and ``COMMIT`` (or ``ROLLBACK``) a :class:`~gateway.store.pg_connection.PgConnection`
 sends each statement as it comes and reads its result only when the caller looks at it (its
 rows or ``rowcount``) or the transaction ends. An ``INSERT`` whose cursor nobody reads costs no
-wait, and ``BEGIN`` travels with the first statement. Each wait is a round trip to the server;
-a reply's transactions hold about twenty statements, a third of which nobody reads
-(``bench/bench_e2e.py --postgres``).
+wait, and ``BEGIN`` travels with the first statement. Each wait is a round trip to the server:
+a reply's transactions hold about twenty statements and now wait 14 times instead of 22. In
+``python -m bench.bench_e2e --postgres``, run alternately with and without this module
+(2026-12-03), 4 threads answered at 0.39 to 0.45 times SQLite's rate against 0.37 to 0.38;
+200 threads flat out showed no difference, bound by the server's CPU.
 
 What changes for the caller: a statement that fails raises where its transaction is next
 waited on, which may be a later statement or the ``COMMIT``, and the statements after it in
