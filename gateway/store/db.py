@@ -54,6 +54,12 @@ class WriteConflictError(sqlite3.OperationalError, TransientError):
     whole transaction is run again, never one statement."""
 
 
+class DatabaseUnreachableError(sqlite3.OperationalError, TransientError):
+    """The PostgreSQL server cannot be reached, or closed the connection (it restarted, an
+    operator ended it, the network broke). A node whose writer connection is lost stops
+    (:mod:`gateway.store.node_watch`); its other loops retry meanwhile and log one line."""
+
+
 # Times a group meets a conflict before its callers get the error; each retry waits a little
 # longer, with jitter, so two nodes that collided do not collide again in step.
 WRITE_CONFLICT_RETRIES = 8

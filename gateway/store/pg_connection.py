@@ -37,7 +37,7 @@ from psycopg import pq
 from psycopg.adapt import PyFormat, Transformer
 from psycopg.conninfo import conninfo_to_dict
 
-from gateway.store.db import WriteConflictError
+from gateway.store.db import DatabaseUnreachableError, WriteConflictError
 from gateway.store.pg_pipeline import Pipeline, Sent
 
 __all__ = ["KEEPALIVES", "ROWS_PER_INSERT", "PgConnection", "PgRow", "connect", "multi_row", "translate"]
@@ -94,11 +94,19 @@ def _wire(sql: str) -> bytes:
 def _as_sqlite_error(exc: psycopg.Error) -> sqlite3.Error:
     if isinstance(exc, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
         return WriteConflictError(str(exc))
+    if isinstance(exc, psycopg.OperationalError) and _connection_lost(exc.sqlstate or ""):
+        return DatabaseUnreachableError(str(exc))
     if isinstance(exc, psycopg.IntegrityError):
         return sqlite3.IntegrityError(str(exc))
     if isinstance(exc, psycopg.OperationalError):
         return sqlite3.OperationalError(str(exc))
     return sqlite3.DatabaseError(str(exc))
+
+
+def _connection_lost(sqlstate: str) -> bool:
+    """No SQLSTATE (libpq's own failure: no server, a closed socket), a connection exception
+    (class 08) or the server shutting the session down (57P01-57P03); not a statement timeout."""
+    return not sqlstate or sqlstate.startswith(("08", "57P"))
 
 
 ROWS_PER_INSERT = 200  # rows of one multi-row INSERT: far below PostgreSQL's 65,535 parameters

@@ -39,7 +39,7 @@ from gateway.runtime.providers.retry import RetryableError
 from gateway.scheduling.cron import ScheduleError
 from gateway.skills import SkillError
 from gateway.store.copy import CopyError
-from gateway.store.db import SchemaTooNewError, WriteConflictError
+from gateway.store.db import DatabaseUnreachableError, SchemaTooNewError, WriteConflictError
 from gateway.store.delegation import TaskLimitError
 from gateway.store.findings import FindingsFullError
 from gateway.store.postgres import NodeLockedError
@@ -104,6 +104,7 @@ BRANCH_OF: dict[type[TalonError], type[TalonError]] = {
     ServerUnavailableError: TransientError,
     ShuttingDownError: TransientError,
     WriteConflictError: TransientError,
+    DatabaseUnreachableError: TransientError,
     ConnectorStartError: PlatformError,
     ProviderError: PlatformError,
 }

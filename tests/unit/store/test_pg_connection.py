@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from gateway.store.db import DatabaseUnreachableError
 from gateway.store.pg_connection import ROWS_PER_INSERT, connect, multi_row, translate
 from tests.pg_server import PgServer
 
@@ -147,11 +148,16 @@ def test_a_connection_the_server_dropped_raises_an_operational_error(pg_server: 
     conn = connect(pg_server.url(), application_name="dropped")
     admin = connect(pg_server.url(), application_name="admin")
     try:
+        conn.execute("SET statement_timeout = 50")
+        with pytest.raises(sqlite3.OperationalError, match="statement timeout") as timed_out:
+            conn.execute("SELECT pg_sleep(?)", (1,))
+        assert not isinstance(timed_out.value, DatabaseUnreachableError)  # the connection is fine
+        conn.execute("SET statement_timeout = 0")
         pid = conn.execute("SELECT pg_backend_pid() + ?", (0,)).fetchone()[0]
         conn.execute("BEGIN")
         pending = conn.execute("SELECT pg_backend_pid() + ?", (0,))
         admin.execute("SELECT pg_terminate_backend(?)", (pid,))
-        with pytest.raises(sqlite3.OperationalError):
+        with pytest.raises(DatabaseUnreachableError):  # transient: loops retry, logging one line
             conn.execute("SELECT pg_sleep(0.1)").fetchall()  # the pipeline's read breaks off
         with pytest.raises(sqlite3.OperationalError):
             pending.fetchone()
