@@ -21,6 +21,7 @@ from typing import Any
 
 from gateway.sandbox import SYSTEM_PATH, Mount, SandboxSpec, bwrap_arguments, find_bwrap
 from gateway.sandbox_limits import CallCgroups, limited_command
+from gateway.sandbox_namespace import NamespaceInit
 from tools.base import HostTool, ToolContext, ToolError
 from tools.workspace import process
 from tools.workspace.roots import WORKSPACE, WorkspaceRoots
@@ -182,12 +183,13 @@ def _command(roots: WorkspaceRoots, top: str, argv: list[str]) -> SandboxedComma
     bwrap = find_bwrap()
     if bwrap is None:
         raise ToolError(f"git_read is not available here: {shell_problem()}")
-    sandbox = [bwrap, *bwrap_arguments(SandboxSpec(mounts=mounts, cwd=top)), "--", *argv]
+    init = NamespaceInit()
+    sandbox = [bwrap, *bwrap_arguments(SandboxSpec(mounts=mounts, cwd=top)), *init.arguments(), "--", *argv]
     cgroups = CallCgroups.create(LIMITS)
     env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": "/tmp", "GIT_PAGER": "cat", "GIT_EDITOR": ":",
            "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0",
            "GIT_OPTIONAL_LOCKS": "0"}  # fmt: skip
-    return SandboxedCommand(limited_command(LIMITS, sandbox, cgroups), env, cgroups)
+    return SandboxedCommand(limited_command(LIMITS, sandbox, cgroups), env, cgroups, init)
 
 
 async def handle(ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 The command starts in a process group of its own (behind its egress proxy, when it has one,
 which closes with it); when it finishes, times out, floods its
-output past the extreme limit or its call is cancelled, the whole group and everything in its
-cgroups is killed (bubblewrap's PID namespace takes any process that escaped the group with
-it). Output is read as it comes and kept as head and tail (:class:`HeadTail`), so the
+output past the extreme limit or its call is cancelled, its PID namespace is ended
+(:mod:`gateway.sandbox_namespace`: every process it started, whatever session or group it
+moved to), and the whole group and everything in its cgroups is killed. Output is read as it comes and kept as head and tail (:class:`HeadTail`), so the
 daemon's memory does not grow with it.
 """
 
@@ -75,16 +75,22 @@ async def start(
             env=command.env,
             cwd="/",
             start_new_session=True,
+            pass_fds=(command.init.child_fd,),
         )
     except BaseException:
         command.cgroups.remove()
+        command.init.close()
         if command.egress is not None:
             await command.egress.close()
         raise
+    finally:
+        command.init.started()
 
 
 async def stop(proc: asyncio.subprocess.Process, command: SandboxedCommand) -> None:
-    """Kill the command's process group and cgroups, reap it and remove the cgroups."""
+    """Kill the command's PID namespace, process group and cgroups, reap it and remove the
+    cgroups."""
+    command.init.kill()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     command.cgroups.kill()

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from gateway.sandbox import DEFAULT_BWRAP, SYSTEM_PATH, Mount, SandboxSpec, bwrap_arguments, find_bwrap
 from gateway.sandbox import sandbox_problem as _sandbox_problem
 from gateway.sandbox_limits import CallCgroups, Limits, limited_command
+from gateway.sandbox_namespace import NamespaceInit
 from tools.base import ToolError
 from tools.egress import egress_policy
 from tools.workspace.egress_proxy import GuardedEgress
@@ -86,17 +87,20 @@ def shell_mounts(ctx: ToolContext) -> tuple[Mount, ...]:
 
 @dataclass(slots=True)
 class SandboxedCommand:
-    """A command line ready to start, the environment to start it with, its cgroups, and the
-    egress proxy it reaches the network through (``shell.network: guarded``)."""
+    """A command line ready to start, the environment to start it with, its cgroups, the
+    handle that ends its PID namespace, and the egress proxy it reaches the network through
+    (``shell.network: guarded``)."""
 
     argv: list[str]
     env: dict[str, str]
     cgroups: CallCgroups
+    init: NamespaceInit
     egress: GuardedEgress | None = None
 
     def discard(self) -> None:
         """Give back what was made for a command that will not be started."""
         self.cgroups.remove()
+        self.init.close()
         if self.egress is not None:
             self.egress.discard()
 
@@ -123,9 +127,10 @@ def sandboxed_command(
     else:
         egress = None
         spec = SandboxSpec(mounts=shell_mounts(ctx), cwd=WORKSPACE, network=ctx.persona.shell_network is True)
-    argv = [path, *bwrap_arguments(spec), "--", *inner]
+    init = NamespaceInit()
+    argv = [path, *bwrap_arguments(spec), *init.arguments(), "--", *inner]
     cgroups = CallCgroups.create(limits)
-    return SandboxedCommand(limited_command(limits, argv, cgroups), env, cgroups, egress)
+    return SandboxedCommand(limited_command(limits, argv, cgroups), env, cgroups, init, egress)
 
 
 def _forwarder_python() -> tuple[str, tuple[str, ...]]:
