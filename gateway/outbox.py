@@ -356,7 +356,7 @@ class Outbox:
             finish_row(conn, row.id, status, platform_message_id=platform_message_id, error=error, now=now)
             return next_pending(conn, row.thread_id)
 
-        following = await self.db.run_transaction(finish)
+        following = await self.db.run_keyed(("thread", row.thread_id), finish)
         if row.file_path is not None:
             await self.spool.discard([row.file_path])  # after the commit: until then the row may need it
         self.on_delivered(row.id, row.thread_id, status)

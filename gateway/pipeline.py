@@ -163,11 +163,13 @@ class Pipeline:
         if album and status is IntakeStatus.ACCEPTED:
             pace = self._albums.pace(album, pace, time.time())
         # Concurrent events share commits (Database.run_transaction groups them); one bad
-        # event fails alone.
+        # event fails alone. An event's rows are its chat's, besides new rows and upserts.
         intake = _Intake(
             event, persona, status, command, pace, *self.bindings.conversation(event), otel.traceparent()
         )
-        row = await self.db.run_transaction(partial(_commit_event, intake))
+        row = await self.db.run_keyed(
+            ("chat", event.channel, event.thread_key.chat_id), partial(_commit_event, intake)
+        )
         if row is None:
             if event.attachments:
                 await self._drop_redelivered_files(event)

@@ -294,7 +294,7 @@ class TurnQueue:
             batch = lease_batch(conn, thread_id, self.settings.lease_seconds, time.time(), self.node)
             return (batch, self.handler.begin(conn, batch)) if isinstance(batch, Batch) else batch
 
-        return await self.db.run_transaction(lease)
+        return await self.db.run_keyed(("thread", thread_id), lease)
 
     async def _run(self, batch: Batch, begun: Any) -> None:
         self._persona_labels[batch.thread_id] = _persona_of(begun)

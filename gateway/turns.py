@@ -389,7 +389,9 @@ class TurnRunner(TurnHandler):
             payer=begun.payer,
         )
         try:
-            committed = await self.db.run_transaction(commit_reply, reply, self.settings)
+            committed = await self.db.run_keyed(
+                ("thread", batch.thread_id), commit_reply, reply, self.settings
+            )
         except BaseException:
             await self.outbox.spool.discard([f.path for f in spoken])
             raise

@@ -20,7 +20,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
@@ -104,31 +104,36 @@ class _MemberRaised(Exception):
     """A member of a group of several raised: the group's transaction is spoiled."""
 
 
-def _run_group_retrying(
-    begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
-) -> list[Any]:
+# A group member: the transaction's function and its key (Database.run_keyed; None: it has none).
+Member = tuple[Callable[[sqlite3.Connection], Any], Hashable | None]
+
+
+def run_in_order(conn: sqlite3.Connection, members: Sequence[Member]) -> list[Any]:
+    """Each member's outcome, one member after the other."""
+    return [fn(conn) for fn, _ in members]
+
+
+def _run_group_retrying(engine: Engine, group: list[Member], conn: sqlite3.Connection) -> list[Any]:
     """:func:`_run_group`; when a member raised, or another node's transaction conflicted with
     the group (never on SQLite, whose one writer has no one to conflict with), each member runs
     again in a transaction of its own, so one bad member fails alone and a smaller transaction
     conflicts less often."""
     try:
-        return _run_group(begin, group, conn)
+        return _run_group(engine, group, conn)
     except WriteConflictError:
         WRITE_CONFLICTS.inc()
         conflicted = True
     except _MemberRaised:
         conflicted = False
-    return [outcome for fn in group for outcome in _run_alone(begin, fn, conn, backoff=conflicted)]
+    return [outcome for member in group for outcome in _run_alone(engine, member, conn, backoff=conflicted)]
 
 
-def _run_alone(
-    begin: str, fn: Callable[[sqlite3.Connection], Any], conn: sqlite3.Connection, *, backoff: bool
-) -> list[Any]:
+def _run_alone(engine: Engine, member: Member, conn: sqlite3.Connection, *, backoff: bool) -> list[Any]:
     for attempt in range(WRITE_CONFLICT_RETRIES):
         if backoff:
             time.sleep(random.uniform(0, 0.002 * 2**attempt))  # on the writer's thread
         try:
-            return _run_group(begin, [fn], conn)
+            return _run_group(engine, [member], conn)
         except WriteConflictError as exc:
             WRITE_CONFLICTS.inc()
             backoff = True
@@ -137,9 +142,7 @@ def _run_alone(
     raise AssertionError("unreachable")
 
 
-def _run_group(
-    begin: str, group: list[Callable[[sqlite3.Connection], Any]], conn: sqlite3.Connection
-) -> list[Any]:
+def _run_group(engine: Engine, group: list[Member], conn: sqlite3.Connection) -> list[Any]:
     """One transaction for a group (database thread).
 
     A conflict with another node's transaction aborts the whole group (it raises
@@ -150,19 +153,17 @@ def _run_group(
     cost two more round trips each on PostgreSQL for a failure that is rare: the caller runs
     a spoiled group's members again, one transaction each.
     """
-    conn.execute(begin)
-    outcomes: list[Any] = []
+    conn.execute(engine.begin_write)
     try:
-        for fn in group:
-            try:
-                outcomes.append(fn(conn))
-            except WriteConflictError:
-                raise
-            except Exception as exc:
-                if len(group) > 1:
-                    raise _MemberRaised from exc
-                conn.rollback()
-                return [_Failed(exc)]
+        try:
+            outcomes = engine.run_members(conn, group)
+        except WriteConflictError:
+            raise
+        except Exception as exc:
+            if len(group) > 1:
+                raise _MemberRaised from exc
+            conn.rollback()
+            return [_Failed(exc)]
         try:
             conn.commit()
         except WriteConflictError:
@@ -213,6 +214,8 @@ class Engine:
     begin_read: str
     apply_migrations: Callable[[Any], list[str]]
     backup_refusal: str = ""
+    # How a group's members run in its transaction (pg_interleave.py on PostgreSQL).
+    run_members: Callable[[Any, Sequence[Member]], list[Any]] = run_in_order
 
 
 class Database:
@@ -240,7 +243,7 @@ class Database:
         self.url = url  # PostgreSQL's connection URL, for connections of its own (db_query's)
         self._write_lock = asyncio.Lock()
         self._writes = 0  # committed write transactions, so an idle database is left alone
-        self._group: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        self._group: list[tuple[Member, asyncio.Future[Any]]] = []
         self._group_committer: asyncio.Task[None] | None = None
         self._checkpointer = (
             asyncio.create_task(self._checkpoint_loop(checkpoints), name="wal-checkpointer")
@@ -287,15 +290,37 @@ class Database:
         more than once (its group was spoiled, or conflicted with another node's): it must
         change nothing but the database.
         """
+        return await self._join_group(None, fn, *args, **kwargs)
+
+    async def run_keyed(
+        self,
+        key: Hashable,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """:meth:`run_transaction` for a transaction whose statements touch the rows of ``key``
+        (one thread's, one chat's) and otherwise only insert new rows or add to totals with an
+        upsert. On PostgreSQL its statements may then interleave with those of other keys'
+        transactions in the group's transaction, so the group waits on the server about as often
+        as its longest member (:mod:`gateway.store.pg_interleave`); transactions of one key still
+        run one after the other."""
+        return await self._join_group(key, fn, *args, **kwargs)
+
+    async def _join_group(
+        self, key: Hashable | None, fn: Callable[..., T], /, *args: Any, **kwargs: Any
+    ) -> T:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._group.append(((lambda conn: fn(conn, *args, **kwargs)) if args or kwargs else fn, future))
+        call = (lambda conn: fn(conn, *args, **kwargs)) if args or kwargs else fn
+        self._group.append(((call, key), future))
         if self._group_committer is None or self._group_committer.done():
             self._group_committer = asyncio.create_task(self._commit_groups(), name="db-group-commit")
         return await future
 
     async def _commit_groups(self) -> None:
         while self._group:
-            group = [(fn, f) for fn, f in self._group[:MAX_GROUP] if not f.cancelled()]
+            group = [(member, f) for member, f in self._group[:MAX_GROUP] if not f.cancelled()]
             del self._group[:MAX_GROUP]
             if not group:
                 continue
@@ -303,7 +328,7 @@ class Database:
                 self._writes += 1
                 try:
                     outcomes = await self._writer.call(
-                        partial(_run_group_retrying, self.engine.begin_write, [fn for fn, _ in group])
+                        partial(_run_group_retrying, self.engine, [member for member, _ in group])
                     )
                 except Exception as exc:  # BEGIN or COMMIT failed: nothing of the group is stored
                     outcomes = [_Failed(exc)] * len(group)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache, partial
 from typing import Any
 
@@ -252,6 +252,19 @@ class PgConnection:
         self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes | None] = {}
         self._names = itertools.count(1)
         self._pipeline: Pipeline | None = None  # the open transaction's
+        self._park: Callable[[Sent], None] | None = None
+
+    @property
+    def park(self) -> Callable[[Sent], None] | None:
+        """What the open transaction's statements call before waiting for a result
+        (:mod:`gateway.store.pg_interleave`); None: they just wait."""
+        return self._park
+
+    @park.setter
+    def park(self, park: Callable[[Sent], None] | None) -> None:
+        self._park = park
+        if self._pipeline is not None:
+            self._pipeline.park = park
 
     @property
     def in_transaction(self) -> bool:
@@ -266,6 +279,7 @@ class PgConnection:
         if not params and query.startswith(b"BEGIN"):
             try:
                 self._pipeline = Pipeline(self._pg, self._error_of)
+                self._pipeline.park = self._park
             except psycopg.Error as exc:  # the connection is gone
                 raise _as_sqlite_error(exc) from exc
             self._send(query, ())

@@ -58,6 +58,9 @@ class Pipeline:
         self._pending: deque[Sent] = deque()
         self._unrequested = False  # sent since the server was last asked to send results
         self.error: Exception | None = None
+        # Called with a Sent whose result a caller needs, before it is read: another
+        # transaction's statements may go out meanwhile (pg_interleave.py).
+        self.park: Callable[[Sent], None] | None = None
         self._nonblocking = pg.nonblocking  # psycopg's connections are already
         pg.nonblocking = 1
         pg.enter_pipeline_mode()
@@ -82,6 +85,10 @@ class Pipeline:
         """Read results until ``sent``'s is in."""
         if sent.done:
             return
+        if self.park is not None:
+            self.park(sent)
+            if sent.done:
+                return
         if self._unrequested:
             self._pg.send_flush_request()
             self._unrequested = False

@@ -24,6 +24,7 @@ from gateway.store.connection_thread import ConnectionThread
 from gateway.store.db import DB_FILE, Database, Engine, SchemaTooNewError, code_schema_version, migrations
 from gateway.store.nodes import NodeRow, list_nodes
 from gateway.store.pg_connection import PgConnection, connect
+from gateway.store.pg_interleave import run_interleaved
 
 __all__ = [
     "POSTGRESQL",
@@ -102,6 +103,7 @@ POSTGRESQL = Engine(
     # A snapshot, as a read transaction on SQLite's WAL is.
     begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     apply_migrations=apply_migrations,
+    run_members=run_interleaved,
     backup_refusal=(
         "the database is PostgreSQL: back it up with pg_dump (for example "
         '`pg_dump --format=custom --file talon.dump "$TALON_DATABASE_URL"`) and restore '

@@ -9,7 +9,7 @@ throwaway server (:mod:`tests.pg_server`; skipped with the reason when it is not
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -73,6 +73,17 @@ class Backend:
     ) -> T:
         """``fn`` in a transaction of the one writer API."""
         return await self.db.run_transaction(fn, *args, **kwargs)
+
+    async def write_keyed(
+        self,
+        key: Hashable,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn`` in a transaction that touches the rows of ``key`` only (Database.run_keyed)."""
+        return await self.db.run_keyed(key, fn, *args, **kwargs)
 
     async def read(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], /, *args: P.args, **kwargs: P.kwargs
