@@ -274,12 +274,17 @@ class StatusToolBox:
 
 
 async def settle_stale(
-    db: Database, connectors: Mapping[str, Connector], thread_id: int, stale_preview: Callable[[str], str]
+    db: Database,
+    connectors: Mapping[str, Connector],
+    thread_id: int,
+    stale_preview: Callable[[str], str],
+    rows: Sequence[PreviewRow] | None = None,
 ) -> int:
     """Delete or mark (``stale_preview(channel)``) the previews a crash or failure left open
-    in ``thread_id``; returns how many are still open (their channel is not up yet)."""
+    in ``thread_id`` (``rows``, when the caller read them already); returns how many are still
+    open (their channel is not up yet)."""
     left = 0
-    for row in await db.read(open_previews, thread_id):
+    for row in await db.read(open_previews, thread_id) if rows is None else rows:
         connector = connectors.get(row.channel)
         editor = editor_of(connector)
         if connector is None or editor is None:

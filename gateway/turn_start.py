@@ -21,6 +21,7 @@ from gateway.store.delegation import BACKGROUND_CHANNEL
 from gateway.store.interactions import load_checkpoint
 from gateway.store.memory import list_items
 from gateway.store.messages import NO_SENDERS, BatchSenders, MessageRow, batch_senders, platform_message_id
+from gateway.store.previews import PreviewRow, open_previews
 from gateway.store.runs import resume_kept, start_run
 from gateway.store.threads import ThreadRow, get_thread
 from gateway.subagents.summarize import context_start
@@ -43,6 +44,7 @@ class TurnStart:
     resume: Suspended | None = None  # where an earlier attempt was suspended, waiting for a human
     trace_parents: tuple[str, ...] = ()  # the spans this turn continues (its messages' intake)
     payer: Payer | None = None  # a background child's turn counts for its root turn's payer
+    previews: tuple[PreviewRow, ...] = ()  # left open in the chat by an interrupted attempt
 
     @property
     def sender_id(self) -> str | None:
@@ -93,6 +95,7 @@ def begin_turn(conn: sqlite3.Connection, batch: Batch, personas: Mapping[str, Pe
         from_state(state) if state is not None else None,
         tuple(parents),
         job_payer(conn, batch.thread_id) if thread.channel == BACKGROUND_CHANNEL else None,
+        tuple(open_previews(conn, batch.thread_id)),
     )
 
 

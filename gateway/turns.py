@@ -176,7 +176,11 @@ class TurnRunner(TurnHandler):
         trace.phase("turn_started", messages=len(batch.message_ids), kept=begun.kept is not None)
         # Previews an interrupted attempt left in the chat go before this attempt writes its own.
         stale = await settle_stale(
-            self.db, self.connectors, batch.thread_id, partial(stale_preview_of, self.settings)
+            self.db,
+            self.connectors,
+            batch.thread_id,
+            partial(stale_preview_of, self.settings),
+            begun.previews,
         )
         preview: Preview | None = None
         if begun.kept is not None:
