@@ -97,6 +97,11 @@ class _Interleaving:
         finished = 0
         while finished < len(self._members):
             if not self._runnable:
+                for index, sent in list(self._waiting.items()):
+                    if sent.done:  # read along with another member's result
+                        del self._waiting[index]
+                        self._runnable.append(index)
+            if not self._runnable:
                 # Every member waits: the last to have parked, whose statement went last, reads;
                 # what all of them sent goes to the server with its wait, and every result
                 # before its own is read on the way.
@@ -105,10 +110,6 @@ class _Interleaving:
                 self._runnable.append(index)
             if self._step(self._runnable.popleft()):
                 finished += 1
-            for index, sent in list(self._waiting.items()):
-                if sent.done:  # read along with another member's result
-                    del self._waiting[index]
-                    self._runnable.append(index)
 
     def _step(self, index: int) -> bool:
         """Run member ``index`` until it waits or ends. True when it ended."""
