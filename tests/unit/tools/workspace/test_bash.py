@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -174,17 +176,36 @@ def _cmdline(proc: Path) -> str:
         return ""
 
 
+def _unkilled(proc: Path) -> str | None:
+    """What ``/proc`` says of a process that is alive and has no SIGKILL pending (None when it is
+    gone, a zombie, or killed and only waiting to be scheduled to exit, as under load)."""
+    try:
+        lines = (proc / "status").read_text().splitlines()
+    except OSError:
+        return None
+    fields = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+    pending = int(fields.get("SigPnd", "0"), 16) | int(fields.get("ShdPnd", "0"), 16)
+    if fields.get("State", "")[:1] in ("Z", "X") or pending & (1 << (signal.SIGKILL - 1)):
+        return None
+    return ", ".join(
+        f"{k} {fields.get(k, '?').strip()}" for k in ("State", "PPid", "NSpid", "SigPnd", "ShdPnd")
+    )
+
+
 async def test_background_processes_of_a_call_end_with_it(sh: ToolContext) -> None:
-    result = await bash(sh, "sleep 300 & echo started")
+    duration = f"300.{secrets.randbelow(10**6):06d}"  # this call's sleeper and no other process
+    result = await bash(sh, f"sleep {duration} & echo started")
     assert result["stdout"] == "started\n"
-    # The sandbox's PID namespace is torn down with the call; under load the kernel may take a
-    # while to reap it (over 5 s seen on a loaded machine), but a survivor would still be here
-    # after 30 s (it sleeps for 300).
+    # The sandbox's PID namespace is ended with the call. Under load a killed process may take
+    # a while to go (over 5 s seen), but a survivor that nothing killed stays for 300 s.
+    survivors: list[str] = []
     for _ in range(300):
-        if not _processes(lambda cmd: cmd == "sleep 300 "):
+        found = _processes(lambda cmd: cmd == f"sleep {duration} ")
+        survivors = [report for p in found if (report := _unkilled(p)) is not None]
+        if not survivors:
             break
         await asyncio.sleep(0.1)
-    assert _processes(lambda cmd: cmd == "sleep 300 ") == []
+    assert survivors == []
 
 
 async def test_run_in_background_returns_a_job_with_its_log(sh: ToolContext, workspace: Path) -> None:
