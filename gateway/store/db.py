@@ -300,12 +300,9 @@ class Database:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> T:
-        """:meth:`run_transaction` for a transaction whose statements touch the rows of ``key``
-        (one thread's, one chat's) and otherwise only insert new rows or add to totals with an
-        upsert. On PostgreSQL its statements may then interleave with those of other keys'
-        transactions in the group's transaction, so the group waits on the server about as often
-        as its longest member (:mod:`gateway.store.pg_interleave`); transactions of one key still
-        run one after the other."""
+        """:meth:`run_transaction` for a transaction that touches only the rows of ``key`` (one
+        thread's or chat's) besides new rows and upserted totals: on PostgreSQL it may interleave
+        with other keys' in the group (:mod:`gateway.store.pg_interleave`)."""
         return await self._join_group(key, fn, *args, **kwargs)
 
     async def _join_group(

@@ -69,7 +69,11 @@ def running_count(owner: JobOwner) -> int:
 async def start_job(owner: JobOwner, command: SandboxedCommand, workspace: Path, max_runtime: float) -> Job:
     """Start ``command`` in the background, its output appended to a log in ``workspace``."""
     job_id = f"job_{secrets.token_hex(6)}"
-    fd = await asyncio.to_thread(_open_log, workspace, f"{job_id}.log")
+    try:
+        fd = await asyncio.to_thread(_open_log, workspace, f"{job_id}.log")
+    except BaseException:
+        command.discard()  # never started: its cgroups and namespace pipe go back
+        raise
     try:
         proc = await process.start(command)
     except BaseException:

@@ -235,3 +235,13 @@ def test_a_missing_bubblewrap_is_named() -> None:
         "bubblewrap (/nonexistent/bwrap) is not installed; install it or do without bash and wait_for, "
         "which are not offered until then"
     )
+
+
+async def test_a_job_whose_log_cannot_be_made_leaves_nothing_open(
+    sh: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / jobs.LOG_FOLDER).symlink_to(tmp_path)  # a link the shell put in the log's way
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError):
+        await bash(sh, "true", run_in_background=True)
+    assert sorted(os.listdir("/proc/self/fd")) == before
