@@ -149,7 +149,9 @@ class PgCursor:
 
     __slots__ = ("_count", "_next", "_pending", "_rows")
 
-    def __init__(self, rows: list[PgRow], count: int, pending: tuple[Pipeline, Sent] | None = None) -> None:
+    def __init__(
+        self, rows: list[PgRow], count: int, pending: tuple[Pipeline, Sent, _Loader, bytes] | None = None
+    ) -> None:
         self._rows = rows
         self._next = 0
         self._count = count
@@ -182,7 +184,7 @@ class PgCursor:
     def _settle(self) -> None:
         if self._pending is None:
             return
-        pipeline, sent = self._pending
+        pipeline, sent, loader, query = self._pending
         try:
             pipeline.settle(sent)
         except psycopg.Error as exc:
@@ -191,7 +193,7 @@ class PgCursor:
             raise sent.error
         assert sent.result is not None
         self._pending = None
-        self._rows, self._count = _outcome(sent.result, sent.loader)
+        self._rows, self._count = loader.outcome(sent.result, query)
 
 
 class _Summed:
@@ -219,15 +221,32 @@ class _Summed:
         self._parts = []
 
 
-def _outcome(result: pq.abc.PGresult, loader: Transformer) -> tuple[list[PgRow], int]:
-    """(rows, rowcount) of a statement's successful result."""
-    if result.status == _TUPLES_OK:
-        names = tuple((result.fname(i) or b"").decode() for i in range(result.nfields))
-        loader.set_pgresult(result)
-        rows = loader.load_rows(0, result.ntuples, _row_class(names))
+class _Loader:
+    """A connection's one ``Transformer`` (it dumps parameters and loads rows, and keeps the
+    adapters it looked up, as a psycopg cursor's does) and the row class of each statement
+    (its column names, decoded once)."""
+
+    __slots__ = ("row_classes", "tx")
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.tx = Transformer(conn)
+        self.row_classes: dict[tuple[bytes, int], type[PgRow]] = {}
+
+    def outcome(self, result: pq.abc.PGresult, query: bytes) -> tuple[list[PgRow], int]:
+        """(rows, rowcount) of ``query``'s successful result."""
+        if result.status != _TUPLES_OK:
+            count = result.command_tuples
+            return [], -1 if count is None else count
+        key = (query, result.nfields)
+        row_class = self.row_classes.get(key)
+        if row_class is None:
+            names = tuple((result.fname(i) or b"").decode() for i in range(result.nfields))
+            row_class = _row_class(names)
+            if len(self.row_classes) < PREPARED_MAX:  # the store's own statements, not one-offs
+                self.row_classes[key] = row_class
+        self.tx.set_pgresult(result)
+        rows = self.tx.load_rows(0, result.ntuples, row_class)
         return rows, len(rows)
-    count = result.command_tuples
-    return [], -1 if count is None else count
 
 
 # Distinct statements a connection keeps prepared; any beyond run unprepared. The store's
@@ -252,6 +271,7 @@ class PgConnection:
         self._prepared: dict[tuple[bytes, tuple[int, ...]], bytes | None] = {}
         self._names = itertools.count(1)
         self._pipeline: Pipeline | None = None  # the open transaction's
+        self._loader = _Loader(conn)
         self._park: Callable[[Sent], None] | None = None
 
     @property
@@ -337,7 +357,7 @@ class PgConnection:
 
     def _run(self, query: bytes, params: Sequence[Any]) -> PgCursor:
         """``query`` outside a transaction: sent, and its result waited for."""
-        tx = Transformer(self._conn)
+        tx = self._loader.tx
         try:
             if params:
                 values = tx.dump_sequence(params, [PyFormat.AUTO] * len(params))
@@ -358,14 +378,14 @@ class PgConnection:
             raise _as_sqlite_error(exc) from exc
         if result.status not in (_TUPLES_OK, _COMMAND_OK):
             raise self._error_of(result)
-        rows, count = _outcome(result, tx)
+        rows, count = self._loader.outcome(result, query)
         return PgCursor(rows, count)
 
     def _send(self, query: bytes, params: Sequence[Any]) -> PgCursor:
         """``query`` in the open transaction: sent, its result read when looked at."""
         assert self._pipeline is not None
         pipeline = self._pipeline
-        tx = Transformer(self._conn)
+        tx = self._loader.tx
         try:
             values = tx.dump_sequence(params, [PyFormat.AUTO] * len(params)) if params else None
             types, formats = (tx.types, tx.formats) if params else ((), ())
@@ -380,8 +400,7 @@ class PgConnection:
                 sent = pipeline.send_prepared(name, values or (), formats)
         except psycopg.Error as exc:
             raise _as_sqlite_error(exc) from exc
-        sent.loader = tx
-        return PgCursor([], -1, (pipeline, sent))
+        return PgCursor([], -1, (pipeline, sent, self._loader, query))
 
     def _name(self, key: tuple[bytes, tuple[int, ...]]) -> bytes | None:
         """The prepared statement to run ``key`` as: None the first time (it runs unnamed),

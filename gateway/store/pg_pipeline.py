@@ -37,7 +37,6 @@ _FAILED = pq.ExecStatus.FATAL_ERROR
 class Sent:
     """One statement sent: its result once read (``done``), or the error its transaction ran into."""
 
-    loader: Any = None  # the Transformer that dumped its parameters and loads its rows
     result: pq.abc.PGresult | None = None
     error: Exception | None = None
     done: bool = False
