@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -238,6 +238,18 @@ class NetHttpSettings(_Strict):
     max_response_bytes: int = Field(1_000_000, ge=1, description="response bodies are cut at this size")
 
 
+def _resolved(path: Path) -> Path:
+    """``path`` made absolute with its links followed; an absolute path (the loaded config's)
+    once per process: every turn asks for its workspace, and resolving makes a system call per
+    part of the path."""
+    return _resolved_once(path) if path.is_absolute() else path.resolve()
+
+
+@lru_cache(maxsize=64)
+def _resolved_once(path: Path) -> Path:
+    return path.resolve()
+
+
 class Settings(_Strict):
     data_dir: Path = Field(Path("data"), description="database, sockets and downloaded files (kept mode 700)")
     database: DatabaseSettings = Field(
@@ -335,17 +347,17 @@ class Settings(_Strict):
 
     @property
     def data_path(self) -> Path:
-        return (self.config_dir / self.data_dir).resolve()
+        return _resolved(self.config_dir / self.data_dir)
 
     @property
     def workspaces_path(self) -> Path:
         if self.workspaces_dir is None:
             return self.data_path / "workspaces"
-        return (self.config_dir / self.workspaces_dir).resolve()
+        return _resolved(self.config_dir / self.workspaces_dir)
 
     @property
     def personas_path(self) -> Path:
-        return (self.config_dir / self.personas_dir).resolve()
+        return _resolved(self.config_dir / self.personas_dir)
 
     def secrets(self) -> list[str]:
         """Every secret value in the config, for log redaction."""

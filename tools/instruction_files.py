@@ -69,7 +69,10 @@ class ToolInstructions:
 
     def __init__(self, texts: Mapping[str, str], tools: Sequence[HostTool]):
         self._texts = dict(texts)
-        self._tools = tuple(tools)
+        # Each prefix with a text once, in listing order: asked for on every turn.
+        self._prefixes = tuple(
+            p for p in dict.fromkeys(p for t in tools for p in tool_prefixes(t)) if p in self._texts
+        )
 
     @classmethod
     def load(cls, config_dir: Path, tools: Sequence[HostTool]) -> ToolInstructions:
@@ -95,12 +98,4 @@ class ToolInstructions:
     def for_labels(self, labels: Iterable[str]) -> list[str]:
         """The texts of the tools ``labels`` allow, each prefix once, in listing order."""
         labels = tuple(labels)
-        out: dict[str, str] = {}
-        for tool in self._tools:
-            for prefix in tool_prefixes(tool):
-                if prefix in out or not holds(labels, prefix):
-                    continue
-                text = self._texts.get(prefix)
-                if text is not None:
-                    out[prefix] = text
-        return list(out.values())
+        return [self._texts[prefix] for prefix in self._prefixes if holds(labels, prefix)]
