@@ -14,7 +14,9 @@ need no second copy:
 Statements run on psycopg's libpq layer (``psycopg.pq``) with psycopg's own adaptation
 (``Transformer``), not through its cursors: a cursor's execute costs about 110 µs of Python
 per statement, this path about 30 µs, and a reply is some 22 statements on the daemon's one
-core (bench/bench_e2e.py ``--postgres``). A statement seen twice is prepared on the server,
+core (bench/bench_e2e.py ``--postgres``). A connection keeps one ``Transformer`` and each
+statement's row class, as a cursor keeps its own: made per statement they took a third of
+the writer thread's CPU (1.35 against 0.90 s per 1,000 replies, 2026-12-03). A statement seen twice is prepared on the server,
 so later runs skip its parse and plan; as in psycopg's own cache, a statement is prepared
 once per mix of parameter types (an integer is sent as the smallest type that holds it).
 

@@ -85,6 +85,7 @@ class Pipeline:
         if sent.done:
             return
         if self.park is not None:
+            self._pg.flush()  # non-blocking: the server runs what came so far (pg_interleave.py)
             self.park(sent)
             if sent.done:
                 return
