@@ -42,7 +42,15 @@ from psycopg.conninfo import conninfo_to_dict
 from gateway.store.db import DatabaseUnreachableError, WriteConflictError
 from gateway.store.pg_pipeline import Pipeline, Sent
 
-__all__ = ["KEEPALIVES", "ROWS_PER_INSERT", "PgConnection", "PgRow", "connect", "multi_row", "translate"]
+__all__ = [
+    "KEEPALIVES",
+    "ROWS_PER_INSERT",
+    "PgConnection",
+    "PgRow",
+    "connect",
+    "multi_row",
+    "translate",
+]
 
 
 class PgRow(tuple[Any, ...]):
@@ -339,6 +347,7 @@ class PgConnection:
     def script(self, sql: str) -> None:
         """Run several statements as they are (a migration file): no placeholder rewriting."""
         self._leave_pipeline()
+        self._loader.row_classes.clear()  # a migration may rename the columns a statement reads
         try:
             self._conn.execute(sql.encode(), prepare=False)
         except psycopg.Error as exc:
@@ -454,6 +463,13 @@ class PgConnection:
 KEEPALIVES = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "3"}
 
 
+# JIT compiles a plan whose estimated cost passes jit_above_cost, which takes 50-350 ms; the
+# store's statements run in a millisecond. A cluster node prices sequential scans out
+# (postgres.py), so its statements on tables without a fitting index passed the threshold, and
+# the heartbeat's sweep of runs held the writer 300 ms at every beat (seen with auto_explain).
+NO_JIT = "-c jit=off"
+
+
 def connect(url: str, *, application_name: str) -> PgConnection:
     """A new autocommit connection to ``url``.
 
@@ -462,6 +478,7 @@ def connect(url: str, *, application_name: str) -> PgConnection:
     """
     try:
         params = {**KEEPALIVES, **conninfo_to_dict(url), "application_name": application_name}
+        params["options"] = f"{NO_JIT} {params.get('options') or ''}".strip()  # the URL's own win
         conn = psycopg.connect(**params, autocommit=True)
     except psycopg.Error as exc:
         raise _as_sqlite_error(exc) from exc

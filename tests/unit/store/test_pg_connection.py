@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Any
 
 import pytest
 
 from gateway.store.db import DatabaseUnreachableError
-from gateway.store.pg_connection import ROWS_PER_INSERT, connect, multi_row, translate
+from gateway.store.pg_connection import ROWS_PER_INSERT, PgConnection, connect, multi_row, translate
 from tests.pg_server import PgServer
 
 
@@ -172,3 +174,40 @@ def test_a_connection_the_server_dropped_raises_an_operational_error(pg_server: 
     finally:
         conn.close()
         admin.close()
+
+
+def _plan(conn: PgConnection, query: str) -> dict[str, Any]:
+    row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {query}").fetchone()
+    assert row is not None
+    plan = row[0]
+    return (json.loads(plan) if isinstance(plan, str) else plan)[0]
+
+
+def test_a_plan_priced_past_the_jit_threshold_is_not_compiled(pg_server: PgServer) -> None:
+    # A cluster node prices sequential scans out; with JIT on, every such statement compiled
+    # for 50-350 ms. The URL's own options still apply, and may turn JIT back on.
+    url = pg_server.url()
+    query = "SELECT count(*) FROM j WHERE v > 0"  # j has no index: a sequential scan
+    conn = connect(url, application_name="test")
+    opted_in = connect(f"{url}?options=-c%20jit%3Don%20-c%20work_mem%3D1234kB", application_name="test")
+    try:
+        for c in (conn, opted_in):
+            c.script("CREATE TEMP TABLE j (v INT); SET enable_seqscan = off")
+        assert "JIT" not in _plan(conn, query)
+        assert "JIT" in _plan(opted_in, query)
+        assert opted_in.execute("SHOW work_mem").fetchone() == ("1234kB",)
+    finally:
+        conn.close()
+        opted_in.close()
+
+
+def test_a_statement_reads_its_columns_by_name_after_a_migration_renames_them(pg_server: PgServer) -> None:
+    conn = connect(pg_server.url(), application_name="test")
+    try:
+        conn.script("CREATE TEMP TABLE r (a INT)")
+        conn.execute("INSERT INTO r VALUES (?)", (1,))
+        assert conn.execute("SELECT * FROM r").fetchone()["a"] == 1
+        conn.script("ALTER TABLE r RENAME COLUMN a TO b")
+        assert conn.execute("SELECT * FROM r").fetchone()["b"] == 1
+    finally:
+        conn.close()
