@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -265,3 +266,63 @@ async def test_the_token_never_reaches_the_logs(
 
     assert fake.token not in caplog.text
     assert "/bot<token>/getUpdates" in caplog.text  # the HTTP client did log its URLs
+
+
+class HeldChat(RecordingIntake):
+    """An intake whose calls for one chat wait until ``release`` is set; the first
+    ``fail_times`` calls for that chat raise."""
+
+    def __init__(self, chat_id: str, *, fail_times: int = 0) -> None:
+        super().__init__()
+        self.chat_id = chat_id
+        self.release = asyncio.Event()
+        self.held_failures = fail_times
+        self.seen: list[str] = []  # every event id intake was handed, in call order
+
+    async def __call__(self, event: Any) -> Any:
+        self.seen.append(event.event_id)
+        if event.thread_key.chat_id == self.chat_id:
+            await self.release.wait()
+            if self.held_failures > 0:
+                self.held_failures -= 1
+                raise RuntimeError("database is locked")
+        return await super().__call__(event)
+
+
+async def test_a_chat_whose_intake_is_slow_holds_up_no_other_chat(
+    fake: FakeTelegramAPI, start_connector: StartConnector
+):
+    intake = HeldChat("42")
+    await start_connector(intake)
+    slow = fake.inject_message(42, "one", user_id=42)
+    later = fake.inject_message(42, "two", user_id=42)
+    other = [fake.inject_message(7 + n, f"other {n}", user_id=7) for n in range(3)]
+
+    committed = await intake.wait_for(3)  # while chat 42's first update is still in intake
+    assert sorted(int(e.event_id) for e in committed) == other
+    assert str(later) not in intake.seen  # a chat's updates stay in order
+    assert fake.pending_update_ids()  # nothing acknowledged past the one in intake
+
+    intake.release.set()
+    events = await intake.wait_for(5)
+    await wait_until(lambda: not fake.pending_update_ids())
+    assert [e.event_id for e in events[3:]] == [str(slow), str(later)]
+
+
+async def test_a_failed_chat_is_fetched_again_and_the_other_chats_are_not_lost(
+    fake: FakeTelegramAPI, start_connector: StartConnector
+):
+    intake = HeldChat("42", fail_times=1)
+    await start_connector(intake)
+    failing = fake.inject_message(42, "one", user_id=42)
+    other = fake.inject_message(7, "other", user_id=7)
+    await intake.wait_for(1)
+    intake.release.set()
+
+    await intake.wait_for(3)
+    await wait_until(lambda: not fake.pending_update_ids())
+
+    # The other chat's update was committed, then delivered again with the failed one (the
+    # gateway's intake drops such duplicates by event id); the failed one committed on its retry.
+    assert Counter(e.event_id for e in intake.events) == {str(other): 2, str(failing): 1}
+    assert intake.seen.count(str(failing)) == 2

@@ -82,7 +82,8 @@ async def test_commands_addressed_to_the_bot_are_normalized(
     fake.inject_message(42, "/start", user_id=42)
     fake.inject_message(GROUP, "/stop@other_bot", user_id=1, chat_type="group")
 
-    events = await intake.wait_for(4)
+    # In update order: the chats' updates are taken in side by side.
+    events = sorted(await intake.wait_for(4), key=lambda e: int(e.event_id))
 
     assert [e.text for e in events] == ["/stop", "/new fresh start", "/start", "/stop@other_bot"]
     assert [e.mentions_bot for e in events] == [True, True, False, False]
