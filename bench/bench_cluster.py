@@ -1,11 +1,14 @@
-"""Several nodes on one PostgreSQL database: total replies/s of 1, 2 and 3 nodes, their write
-conflicts, and how long Telegram goes unread when the node holding the poller dies.
+"""Several nodes on one PostgreSQL database: how fast 1, 2 and 3 nodes answer a burst, their
+write conflicts, and how long Telegram goes unread when the node holding the poller dies.
 
 Every node is a ``talon run`` process in cluster mode (``database.cluster: true``) on a
 throwaway PostgreSQL server (tests/pg_server.py), all on this machine, with one Telegram bot
 served by the fake Bot API in its own process and the model stand-in in another. A run: the
 nodes start on a fresh database, a burst of ``--chats`` x ``--per-chat`` messages is injected
-at once, and the figure is the time until every chat's last message is answered. Each node's
+at once, and the figures are replies/s and messages answered/s until every chat's last message
+is answered. Messages that arrive while their chat's turn runs are answered together by its next
+turn, so with several messages per chat the count of replies (turns) depends on how soon turns
+start; with ``--per-chat 1`` every message is a turn of its own. Each node's
 ``talon_write_conflicts`` counter is read from its /metrics. Every reply is checked: a chat
 answered twice is reported.
 
@@ -124,6 +127,7 @@ async def throughput(server: Any, n: int, chats: int, per_chat: int) -> dict[str
         "seconds": took,
         "replies": replies,
         "replies_per_s": replies / took,
+        "messages_per_s": chats * per_chat / took,
         "conflicts_per_s": (sum(after) - sum(before)) / took,
         "doubled": doubled,
     }
@@ -193,14 +197,20 @@ async def run(order: list[int], chats: int, per_chat: int, rounds: int) -> None:
             result = await throughput(server, n, chats, per_chat)
             results.setdefault(n, []).append(result)
             print(
-                f"{n} node(s): {result['replies']} replies in {result['seconds']:.1f} s = "
-                f"{result['replies_per_s']:.1f} replies/s, {result['conflicts_per_s']:.2f} write conflicts/s, "
-                f"{result['doubled']} doubled; load {os.getloadavg()[0]:.1f}",
+                f"{n} node(s): {chats * per_chat} messages answered in {result['seconds']:.1f} s = "
+                f"{result['messages_per_s']:.1f} messages/s ({result['replies']} replies), "
+                f"{result['conflicts_per_s']:.2f} write conflicts/s, {result['doubled']} doubled; "
+                f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
         for n, runs in sorted(results.items()):
-            rates = [r["replies_per_s"] for r in runs]
-            print(f"{n} node(s): {min(rates):.1f}-{max(rates):.1f} replies/s", flush=True)
+            replies = [r["replies_per_s"] for r in runs]
+            messages = [r["messages_per_s"] for r in runs]
+            print(
+                f"{n} node(s): {min(replies):.1f}-{max(replies):.1f} replies/s, "
+                f"{min(messages):.1f}-{max(messages):.1f} messages answered/s",
+                flush=True,
+            )
         if rounds:
             took = await failover(server, rounds)
             print(
