@@ -28,8 +28,8 @@ def stored_gauges(conn: sqlite3.Connection, periods: tuple[str, str]) -> StoredG
     usage = {
         (row[0], row[1], "day" if row[2] == periods[0] else "month"): (int(row[3]), float(row[4]))
         for row in conn.execute(
-            "SELECT scope, subject, period, tokens, cost FROM usage_rollups "
-            "WHERE scope IN ('persona', 'channel') AND period IN (?, ?)",
+            "SELECT scope, subject, period, SUM(tokens), SUM(cost) FROM usage_rollups "
+            "WHERE scope IN ('persona', 'channel') AND period IN (?, ?) GROUP BY scope, subject, period",
             periods,
         )
     }

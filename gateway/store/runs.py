@@ -98,7 +98,7 @@ def complete_run(
         ]
         conn.executemany(
             "INSERT INTO usage_rollups (scope, subject, period, tokens, cost, runs, unpriced) "
-            "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (scope, subject, period) DO UPDATE SET "
+            "VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (scope, subject, period, shard) DO UPDATE SET "
             "tokens = usage_rollups.tokens + excluded.tokens, cost = usage_rollups.cost + excluded.cost, "
             "runs = usage_rollups.runs + 1, unpriced = usage_rollups.unpriced + excluded.unpriced",
             rows,

@@ -89,17 +89,19 @@ def usage_totals(
 
 def rollup_totals(conn: sqlite3.Connection, keys: Sequence[tuple[str, str, str]]) -> list[UsageTotals]:
     """What each ``(scope, subject, period)`` used (``("user", "U1", "2026-12-01")``), from the
-    rollups completed runs add to: one key lookup each."""
+    rollups completed runs add to: one key lookup each, adding up its shards (a cluster's nodes'
+    rows, migration 0029)."""
     out = []
     for scope, subject, period in keys:
         row = conn.execute(
-            "SELECT tokens, cost, runs, unpriced FROM usage_rollups WHERE scope = ? AND subject = ? AND period = ?",
+            "SELECT COUNT(*), SUM(tokens), SUM(cost), SUM(runs), SUM(unpriced) FROM usage_rollups "
+            "WHERE scope = ? AND subject = ? AND period = ?",
             (scope, subject, period),
         ).fetchone()
         out.append(
             UsageTotals()
-            if row is None
-            else UsageTotals(int(row[0]), float(row[1]), int(row[2]), int(row[3]))
+            if not row[0]
+            else UsageTotals(int(row[1]), float(row[2]), int(row[3]), int(row[4]))
         )
     return out
 

@@ -24,10 +24,12 @@ from gateway.store.interactions import (
 from gateway.store.messages import add_message
 from gateway.store.nodes import beat, leave, list_nodes, reap
 from gateway.store.outbox import ThreadAddress, claim_next, enqueue_chunks, mark_sending, release_thread
+from gateway.store.pg_connection import connect
 from gateway.store.postgres import NodeLockedError, open_postgres
 from gateway.store.queue import Batch, LeaseLostError, complete_items, enqueue_message, lease_batch
-from gateway.store.runs import start_run
+from gateway.store.runs import RunSpend, complete_run, start_run
 from gateway.store.threads import upsert_thread
+from gateway.store.usage import rollup_totals
 from tests.store_helpers import cluster_node
 
 FAILOVER = 15.0
@@ -184,3 +186,38 @@ async def test_a_starting_node_settles_only_the_prompts_no_live_node_is_posting(
     # Once a has left the cluster, its prompt is settled by whichever node starts next.
     await b.run_transaction(leave, "a")
     assert await b.run_transaction(settle_interrupted_posts, "b") == ["asked-on-a"]
+
+
+async def test_nodes_completing_runs_of_one_persona_at_once_do_not_conflict(two_nodes: Any) -> None:
+    # Every reply adds to its persona's usage of the day: with one row per day, the second of two
+    # nodes' overlapping commits failed on it and ran again. Each node now adds to its own shard.
+    url, a, _ = two_nodes
+    thread = await a.run_transaction(_message, "7", "hi")
+    runs = [await a.run_transaction(start_run, thread, "p", "m:x", time.time()) for _ in range(2)]
+    spend = RunSpend(cost=0.5, sender_id="u", channel="tg", persona="p", periods=("2026-12-03", "2026-12"))
+    nodes = [connect(url, application_name=name) for name in ("a", "b")]
+    try:
+        for name, conn in zip(("a", "b"), nodes, strict=True):
+            conn.execute("SELECT set_config('talon.node', ?, false)", (name,)).fetchone()
+            conn.execute("SET enable_seqscan = off")  # as a cluster node's writer
+            conn.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+        nodes[1].execute("SELECT 1").fetchone()  # b's snapshot is taken before a commits
+        for conn, run_id in zip(nodes, runs, strict=True):
+            complete_run(
+                conn,
+                run_id,
+                model="m:x",
+                input_tokens=7,
+                output_tokens=3,
+                model_calls=1,
+                now=time.time(),
+                spend=spend,
+            )
+            conn.commit()
+    finally:
+        for conn in nodes:
+            conn.close()
+
+    day, month = await a.read(rollup_totals, [("persona", "p", "2026-12-03"), ("user", "u", "2026-12")])
+    assert (day.runs, day.tokens, day.cost) == (2, 20, 1.0)
+    assert (month.runs, month.tokens) == (2, 20)

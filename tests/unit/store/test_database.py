@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store.db import Database, code_schema_version, migrations, open_database
+from gateway.store.db import Database, _statements, code_schema_version, migrations, open_database
 from gateway.store.postgres import pg_migrations
+from gateway.store.usage import UsageTotals, rollup_totals
 from tests.store_helpers import fetch_rows
 
 
@@ -155,3 +156,26 @@ def test_every_schema_version_has_a_postgresql_migration() -> None:
     later = [v for v, _, _ in migrations() if v > baseline]
     assert pg_versions[1:] == later
     assert pg_versions[-1] == code_schema_version()
+
+
+async def test_the_usage_rollups_keep_their_totals_when_they_get_shards(tmp_path: Path) -> None:
+    path = tmp_path / "talon.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for version, _, sql in migrations():
+        if version > 28:
+            break
+        for statement in _statements(sql):
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO usage_rollups (scope, subject, period, tokens, cost, runs, unpriced) "
+        "VALUES ('persona', 'p', '2026-12', 120, 0.25, 3, 1)"
+    )
+    conn.execute("PRAGMA user_version=28")
+    conn.close()
+
+    database = await open_database(path)  # migration 0029: the shards
+    try:
+        [totals] = await database.read(rollup_totals, [("persona", "p", "2026-12")])
+    finally:
+        await database.close()
+    assert totals == UsageTotals(tokens=120, cost=0.25, runs=3, unpriced=1)
