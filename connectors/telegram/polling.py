@@ -4,9 +4,9 @@ PTB's ``Updater`` confirms updates before a handler has run; this loop moves the
 ``getUpdates`` offset past an update only after the gateway's intake returned for it,
 so a crash or an intake failure means Telegram delivers the update again.
 
-A fetched batch is handled one chat at a time per chat and every chat at once: taken one by
-one, a bot's intake ran at one commit's pace (about 36 updates/s of a burst on a PostgreSQL
-cluster node, bench/bench_cluster.py), however many chats were waiting.
+A fetched batch is handled chat by chat, every chat at once and each chat's updates in order:
+taken one after another, a bot's intake ran at the pace of one commit (about 36 updates/s of
+a burst on a PostgreSQL cluster node, bench/bench_cluster.py), however many chats waited.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ UpdateHandler = Callable[[dict[str, Any]], Awaitable[None]]
 """Processes one raw update; raising means "not committed, deliver it again"."""
 
 
-def chat_of(raw: dict[str, Any]) -> Any:
+def chat_of(raw: dict[str, Any]) -> int | None:
     """The chat an update belongs to (its updates are handled in order), or None for an update
     of no chat or of an unknown shape (those are handled in order among themselves)."""
     for key, value in raw.items():
@@ -153,7 +153,7 @@ class Poller:
         are grouped, and a slow download holds up its own chat only). False when an intake
         failed: the offset stops before the first failed update, and the rest is fetched again
         (updates already committed come back as duplicates, which intake drops)."""
-        lanes: dict[Any, list[tuple[int, dict[str, Any]]]] = {}
+        lanes: dict[int | None, list[tuple[int, dict[str, Any]]]] = {}
         for raw in updates:
             update_id = raw.get("update_id") if isinstance(raw, dict) else None
             if not isinstance(update_id, int):

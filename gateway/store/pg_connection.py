@@ -16,9 +16,10 @@ Statements run on psycopg's libpq layer (``psycopg.pq``) with psycopg's own adap
 per statement, this path about 30 µs, and a reply is some 22 statements on the daemon's one
 core (bench/bench_e2e.py ``--postgres``). A connection keeps one ``Transformer`` and each
 statement's row class, as a cursor keeps its own: made per statement they took a third of
-the writer thread's CPU (1.35 against 0.90 s per 1,000 replies, 2026-12-03). A statement seen twice is prepared on the server,
-so later runs skip its parse and plan; as in psycopg's own cache, a statement is prepared
-once per mix of parameter types (an integer is sent as the smallest type that holds it).
+the writer thread's CPU (1.35 against 0.90 s per 1,000 replies, 2026-12-03). A statement
+seen twice is prepared on the server, so later runs skip its parse and plan; as in
+psycopg's own cache, a statement is prepared once per mix of parameter types (an integer is
+sent as the smallest type that holds it).
 
 The connection is in autocommit mode, as the store's SQLite connections are: the store opens
 its transactions itself (``BEGIN``, ``COMMIT``). Between the two, statements are pipelined
@@ -42,15 +43,7 @@ from psycopg.conninfo import conninfo_to_dict
 from gateway.store.db import DatabaseUnreachableError, WriteConflictError
 from gateway.store.pg_pipeline import Pipeline, Sent
 
-__all__ = [
-    "KEEPALIVES",
-    "ROWS_PER_INSERT",
-    "PgConnection",
-    "PgRow",
-    "connect",
-    "multi_row",
-    "translate",
-]
+__all__ = ["KEEPALIVES", "ROWS_PER_INSERT", "PgConnection", "PgRow", "connect", "multi_row", "translate"]
 
 
 class PgRow(tuple[Any, ...]):
