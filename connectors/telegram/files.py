@@ -40,6 +40,11 @@ def safe_name(name: str) -> str:
     return base[:150] or "file"
 
 
+# Downloads of one bot at once: a polled batch's chats are taken in side by side
+# (polling.py), and each download is held in memory, up to max_bytes, until it is written.
+DOWNLOADS_AT_ONCE = 4
+
+
 class AttachmentFetcher:
     """Downloads documents, voice notes, audio files and the largest photo size of a message.
 
@@ -56,6 +61,7 @@ class AttachmentFetcher:
         self._bot = bot
         self._files_dir = files_dir
         self._max_bytes = max_bytes
+        self._downloads = asyncio.Semaphore(DOWNLOADS_AT_ONCE)
 
     async def fetch(self, message: Message, key: ThreadKey) -> tuple[list[Attachment], list[str]]:
         """Download what ``message`` carries; returns the attachments and notes for skipped files."""
@@ -89,15 +95,16 @@ class AttachmentFetcher:
         return f"[attachment {name} skipped: {human_size(size)} over the {human_size(self._max_bytes)} limit]"
 
     async def _download(self, wanted: _Wanted, dest: Path) -> Attachment | str:
-        tg_file = await self._bot.get_file(wanted.file_id)
-        note = self._too_big(wanted.name, tg_file.file_size)
-        if note:
-            return note
-        data = bytes(await tg_file.download_as_bytearray())
-        note = self._too_big(wanted.name, len(data))
-        if note:
-            return note
-        await asyncio.to_thread(_write, dest, data)
+        async with self._downloads:
+            tg_file = await self._bot.get_file(wanted.file_id)
+            note = self._too_big(wanted.name, tg_file.file_size)
+            if note:
+                return note
+            data = bytes(await tg_file.download_as_bytearray())
+            note = self._too_big(wanted.name, len(data))
+            if note:
+                return note
+            await asyncio.to_thread(_write, dest, data)
         return Attachment(name=wanted.name, path=str(dest), mime_type=wanted.mime_type, size=len(data))
 
 

@@ -88,6 +88,9 @@ class FakeTelegramAPI(BotApiState):
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.call_times: list[float] = []
         self.webhook_attempts: list[tuple[int, int]] = []
+        self.download_gate: asyncio.Event | None = None  # file downloads wait for it when set
+        self.downloads_in_flight = 0
+        self.most_downloads_in_flight = 0
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
         self._poll_generation = 0
@@ -363,6 +366,13 @@ class FakeTelegramAPI(BotApiState):
         stored = next((f for f in self._files.values() if f.file_path == path), None)
         if stored is None:
             return _error_response(ApiError(404, "Not Found"))
+        self.downloads_in_flight += 1
+        self.most_downloads_in_flight = max(self.most_downloads_in_flight, self.downloads_in_flight)
+        try:
+            if self.download_gate is not None:
+                await self.download_gate.wait()
+        finally:
+            self.downloads_in_flight -= 1
         return web.Response(body=stored.content, content_type="application/octet-stream")
 
     # ------------------------------------------------------------------ methods

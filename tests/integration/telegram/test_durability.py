@@ -15,6 +15,7 @@ from telegram import Bot
 from connectors.base import ConnectorStartError
 from connectors.telegram import TelegramConnector
 from connectors.telegram.api import TelegramBot
+from connectors.telegram.files import DOWNLOADS_AT_ONCE
 from connectors.telegram.polling import Poller
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.integration.telegram.conftest import (
@@ -326,3 +327,26 @@ async def test_a_failed_chat_is_fetched_again_and_the_other_chats_are_not_lost(
     # gateway's intake drops such duplicates by event id); the failed one committed on its retry.
     assert Counter(e.event_id for e in intake.events) == {str(other): 2, str(failing): 1}
     assert intake.seen.count(str(failing)) == 2
+
+
+async def test_a_batch_of_chats_with_files_downloads_a_few_at_a_time(
+    fake: FakeTelegramAPI, start_connector: StartConnector
+):
+    # Chats are taken in side by side, and each download is held in memory until written:
+    # a burst of files must not hold a whole batch of them at once.
+    fake.download_gate = asyncio.Event()
+    intake = RecordingIntake()
+    await start_connector(intake)
+    for chat in range(10):
+        fake.inject_message(100 + chat, "", user_id=7, document=(f"f{chat}.bin", b"x" * 2000))
+
+    await wait_until(lambda: fake.downloads_in_flight == DOWNLOADS_AT_ONCE)
+    await asyncio.sleep(0.2)  # had the limit not held, the other downloads would have started
+    assert fake.most_downloads_in_flight == DOWNLOADS_AT_ONCE
+    fake.download_gate.set()
+
+    events = await intake.wait_for(10)
+    assert sorted(a.name for e in events for a in e.attachments) == sorted(
+        f"f{chat}.bin" for chat in range(10)
+    )
+    assert fake.most_downloads_in_flight == DOWNLOADS_AT_ONCE
