@@ -99,9 +99,7 @@ def rollup_totals(conn: sqlite3.Connection, keys: Sequence[tuple[str, str, str]]
             (scope, subject, period),
         ).fetchone()
         out.append(
-            UsageTotals()
-            if not row[0]
-            else UsageTotals(int(row[1]), float(row[2]), int(row[3]), int(row[4]))
+            UsageTotals() if not row[0] else UsageTotals(int(row[1]), float(row[2]), int(row[3]), int(row[4]))
         )
     return out
 
