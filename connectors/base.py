@@ -255,18 +255,25 @@ class Connector(Protocol):
 
 
 class ReceiveGate(Protocol):
-    """What a channel with room for one receiver per platform account waits on before it
-    receives: in a cluster, the role of that account's receiver, which one node holds."""
+    """What one receiver of a platform account waits on before it receives: in a cluster,
+    that receiver's role, which one node holds at a time."""
 
     async def wait(self) -> None:
         """Return once this process may receive."""
 
 
+ReceiveGates = Callable[[str], ReceiveGate]
+"""A cluster node's gates for a channel's receivers, by receiver: ``""`` for a channel that
+has one (a Telegram poller, an unsharded Discord bot), ``"shard-1-of-4"`` for one of a
+Discord bot's shards."""
+
+
 def single_receiver(connector: Connector) -> bool:
-    """Whether one process at a time should receive the channel's events: Telegram long
-    polling refuses a second ``getUpdates`` caller, and a second Discord gateway session
-    would receive every event again. Such a connector has a ``receive_gate``
-    (:class:`ReceiveGate` or None) that it waits on before receiving."""
+    """Whether each receiver of the channel should run in one process at a time: Telegram long
+    polling refuses a second ``getUpdates`` caller, and a second Discord gateway session of a
+    shard would receive its events again. Such a connector has ``receive_gates``
+    (:data:`ReceiveGates` or None, set by a cluster node) and waits on its receivers' gates
+    before receiving."""
     return bool(getattr(connector, "single_receiver", False))
 
 

@@ -261,6 +261,14 @@ class DiscordChannel(_ChatChannel):
         description="largest file channel_send may attach (10 MB without server boosts; raise it for boosted servers)",
     )
     typing_interval: TypingInterval = 8.0
+    shard_count: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="gateway sessions (shards) the bot's guilds are split over; Discord requires "
+        "sharding from 2,500 guilds and GET /gateway/bot recommends a count. In a cluster each "
+        "shard is received by one node at a time (docs/scaling.md)",
+    )
     # Discord: discord.py already waits on Discord's per-route buckets.
     pacing: PacingSettings = Field(PacingSettings(), description="outbound pacing; all limits off by default")
 

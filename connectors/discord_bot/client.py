@@ -14,7 +14,7 @@ skipped instead of ending discord.py's receive loop (its parsers trust Discord's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -28,6 +28,7 @@ log = logging.getLogger("talon.connectors.discord")
 MessageHook = Callable[[discord.Message, dict[str, Any]], None]
 StateHook = Callable[[str, str], None]
 InteractionHook = Callable[[discord.Interaction, dict[str, Any]], None]
+IdentifyHook = Callable[..., Awaitable[None]]  # (shard_id, *, initial) -> when it may IDENTIFY
 
 
 def api_base_for(api_base_url: str | None) -> str | None:
@@ -83,6 +84,8 @@ class TalonDiscordClient(discord.Client):
         http_trace: aiohttp trace hooks (used to tell whether a request left).
         max_ratelimit_timeout: rate-limit waits longer than this raise
             :class:`discord.RateLimited` instead of sleeping (discord.py enforces >= 30 s).
+        shard: (shard id, shard count) this client's gateway session receives, or None for all.
+        before_identify: awaited before each IDENTIFY instead of discord.py's own wait.
     """
 
     def __init__(
@@ -95,12 +98,17 @@ class TalonDiscordClient(discord.Client):
         http_trace: aiohttp.TraceConfig | None = None,
         max_ratelimit_timeout: float | None = None,
         on_interaction: InteractionHook | None = None,
+        shard: tuple[int, int] | None = None,
+        before_identify: IdentifyHook | None = None,
     ) -> None:
         super().__init__(
             intents=default_intents(),
             chunk_guilds_at_startup=False,
             max_ratelimit_timeout=max_ratelimit_timeout,
+            shard_id=shard[0] if shard else None,
+            shard_count=shard[1] if shard else None,
         )
+        self._before_identify = before_identify
         self.http = _RoutedHTTPClient(
             self.loop,
             api_base=api_base,
@@ -114,6 +122,12 @@ class TalonDiscordClient(discord.Client):
         self._talon_on_interaction = on_interaction
         self._current_raw: dict[str, Any] | None = None
         self._guard_parsers()
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        if self._before_identify is None:
+            await super().before_identify_hook(shard_id, initial=initial)
+        else:
+            await self._before_identify(shard_id, initial=initial)
 
     def set_gateway_url(self, url: str) -> None:
         """Use ``url`` for the gateway (e.g. the one ``GET /gateway/bot`` returned)."""

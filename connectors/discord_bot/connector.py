@@ -19,7 +19,7 @@ from connectors.base import (
     IntakeHandler,
     OutboundChunk,
     OutboundFile,
-    ReceiveGate,
+    ReceiveGates,
     RenderedChunk,
     SendResult,
     ThreadKey,
@@ -31,6 +31,7 @@ from connectors.discord_bot.editing import DiscordEditor
 from connectors.discord_bot.inbound import InboundBuilder, RecentIds
 from connectors.discord_bot.lanes import Lanes
 from connectors.discord_bot.outbound import DiscordSender, request_trace
+from connectors.discord_bot.sessions import GatewaySession, IdentifyPacer, TokenRejected, receiver_name
 from connectors.discord_bot.working import TypingIndicators
 from connectors.interactive import Prompt
 from connectors.pacing import PacingPolicy, SendPacer
@@ -44,34 +45,20 @@ log = logging.getLogger("talon.connectors.discord")
 # outbox as TRANSIENT with retry_after (30 s is the smallest value discord.py accepts).
 _MAX_RATELIMIT_WAIT = 30.0
 _LOGIN_TIMEOUT = 30.0
-_GATEWAY_RESTART = Backoff(base=1.0, max=60.0)
 # The next message of the chat waits behind a failing intake: a fixed, short schedule.
 DEFAULT_INTAKE_RETRY = Backoff(base=0.5, max=30.0, jitter=0)
-_FATAL_CLOSE_CODES = {
-    4004: "the gateway rejected the bot token; reset it in the Discord Developer Portal",
-    4010: "invalid shard sent to the gateway",
-    4011: "the bot is in too many guilds and needs sharding",
-    4012: "invalid gateway API version",
-    4013: "invalid gateway intents",
-    4014: (
-        "the Message Content intent is not enabled for this bot: turn on Bot -> Privileged "
-        "Gateway Intents -> Message Content Intent in the Discord Developer Portal"
-    ),
-}
 
 _Item = tuple[discord.Message, dict[str, Any]]
-
-
-class _TokenRejected(ConnectorStartError):
-    """Discord answered 401: retrying with the same token cannot help."""
 
 
 class DiscordConnector:
     """A Discord bot account as a Talon channel.
 
     Messages arrive over discord.py's gateway connection (guild text channels, threads and
-    DMs); discord.py reconnects and resumes on its own, and its state is mirrored in
-    :attr:`health`. The gateway has no acknowledgement: if the intake raises, the connector
+    DMs), one session per shard with ``shard_count`` above 1 (:mod:`.sessions`); discord.py
+    reconnects and resumes on its own, and the sessions' state is mirrored in
+    :attr:`health`. Sending, commands and typing go over REST through a client of their own.
+    The gateway has no acknowledgement: if the intake raises, the connector
     itself retries that message (same ``event_id``, so the pipeline deduplicates) with capped
     backoff before the next message of the same chat; a message is lost only if the process
     stops before its intake succeeds.
@@ -82,11 +69,12 @@ class DiscordConnector:
         send_timeout: seconds one :meth:`send` may take (default ``settings.send_timeout`` or 60).
         intake_retry: delays before retrying a failed intake (0.5 s doubling to 30 s).
         intake_attempts: intake tries per message before it is dropped with an error log.
+        identify_interval: seconds between two session starts of one identify bucket (Discord's 5).
     """
 
     idempotent_send = False
-    # Two gateway sessions of one bot would each receive every event: in a cluster one node
-    # at a time holds the session (connectors/base.py); every node sends over REST.
+    # Two gateway sessions of one shard would each receive its events: in a cluster one node
+    # at a time holds each shard's session (connectors/base.py); every node sends over REST.
     single_receiver = True
 
     def __init__(
@@ -97,6 +85,7 @@ class DiscordConnector:
         send_timeout: float | None = None,
         intake_retry: Backoff = DEFAULT_INTAKE_RETRY,
         intake_attempts: int = 8,
+        identify_interval: float = 5.0,
     ) -> None:
         self.name = settings.name
         self.health = ConnectorHealth()
@@ -119,7 +108,9 @@ class DiscordConnector:
         self._typing: TypingIndicators | None = None
         self._lanes: Lanes[_Item] = Lanes(self._process)
         self._runner: asyncio.Task[None] | None = None
-        self.receive_gate: ReceiveGate | None = None  # set by a cluster node (connectors/base.py)
+        self._sessions: list[GatewaySession] = []
+        self._identify_interval = identify_interval
+        self.receive_gates: ReceiveGates | None = None  # set by a cluster node (connectors/base.py)
         self._stopping = False
         self._commands = ApplicationCommands(
             channel=self.name, client=lambda: self._client, policy=self._policy, intake=lambda: self._intake
@@ -145,6 +136,8 @@ class DiscordConnector:
         me = client.user
         log.info("discord channel %s logged in as %s (%s)", self.name, me, me.id if me else "?")
         await register_commands(client, self.name)
+        self._sessions = await self._new_sessions(client)
+        self._on_session_change()
         self._runner = asyncio.create_task(self._receive(), name=f"discord-gateway-{self.name}")
 
     async def stop(self) -> None:
@@ -152,6 +145,7 @@ class DiscordConnector:
         if self._stopping:
             return
         self._stopping = True
+        await asyncio.gather(*(session.close() for session in self._sessions))
         client = self._client
         if client is not None:
             with contextlib.suppress(Exception):
@@ -168,25 +162,69 @@ class DiscordConnector:
             await self._typing.close()
         self.health.set("stopped")
 
-    def _new_client(self) -> TalonDiscordClient:
+    def _new_client(self, session: GatewaySession | None, pacer: IdentifyPacer | None) -> TalonDiscordClient:
+        sharded = session is not None and session.shard[1] > 1
         return TalonDiscordClient(
             on_message=self._on_message,
-            on_state=self._on_state,
+            on_state=session.set_state if session is not None else lambda state, detail: None,
             on_interaction=self._on_interaction,
             api_base=self._api_base,
             gateway_url=self._settings.gateway_url,
             http_trace=request_trace(),
             max_ratelimit_timeout=_MAX_RATELIMIT_WAIT,
+            shard=session.shard if sharded else None,
+            before_identify=pacer.wait if pacer is not None and sharded else None,
         )
 
-    async def _login(self) -> TalonDiscordClient:
+    async def _new_sessions(self, client: TalonDiscordClient) -> list[GatewaySession]:
+        """The gateway sessions of this bot: one, or one per shard, each with its gate."""
+        count = self._settings.shard_count
+        pacer = IdentifyPacer(await self._max_concurrency(client, count), self._identify_interval)
+        gates = self.receive_gates
+        return [
+            GatewaySession(
+                channel=self.name,
+                shard=(shard, count),
+                login=lambda session: self._login(session, pacer),
+                gate=gates(receiver_name(shard, count)) if gates is not None else None,
+                on_change=self._on_session_change,
+            )
+            for shard in range(count)
+        ]
+
+    async def _max_concurrency(self, client: TalonDiscordClient, count: int) -> int:
+        """How many sessions Discord starts at once for this bot (1 when unsharded or unknown);
+        warns when Discord recommends more shards than configured."""
+        if count == 1:
+            return 1
+        try:
+            recommended, _, limits = await client.http.get_bot_gateway()
+        except (discord.DiscordException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.warning(
+                "discord channel %s: GET /gateway/bot failed (%r); starting shards one by one", self.name, exc
+            )
+            return 1
+        if int(recommended) > count:
+            log.warning(
+                "discord channel %s: Discord recommends %s shards and shard_count is %d; raise it",
+                self.name,
+                recommended,
+                count,
+            )
+        return int(limits.get("max_concurrency") or 1)
+
+    async def _login(
+        self, session: GatewaySession | None = None, pacer: IdentifyPacer | None = None
+    ) -> TalonDiscordClient:
+        """A logged-in client: the connector's own for REST (``session`` None), or one for a
+        gateway session."""
         token = self._settings.token.strip()
         if not token:
             raise ConnectorStartError(
                 f"{self.name}: the Discord bot token is empty; set DISCORD_BOT_TOKEN (or this "
                 "channel's token) to the token from the Discord Developer Portal (Bot -> Reset Token)"
             )
-        client = self._new_client()
+        client = self._new_client(session, pacer)
         where = self._api_base or "discord.com"
         try:
             async with asyncio.timeout(_LOGIN_TIMEOUT):
@@ -196,7 +234,7 @@ class DiscordConnector:
                     client.set_gateway_url(url)
         except discord.LoginFailure:
             await client.close()
-            raise _TokenRejected(
+            raise TokenRejected(
                 f"{self.name}: Discord rejected the bot token (401 Unauthorized); copy a fresh token "
                 "from the Discord Developer Portal (your application -> Bot -> Reset Token) into "
                 "DISCORD_BOT_TOKEN"
@@ -239,70 +277,29 @@ class DiscordConnector:
         self._typing = TypingIndicators(client, interval=self._settings.typing_interval)
 
     async def _receive(self) -> None:
-        gate = self.receive_gate
-        if gate is not None:
-            # Sending works meanwhile: only the gateway session waits for this node's turn.
-            self.health.set("connected", "sending; the gateway session is on another node")
-            await gate.wait()
-        await self._run_gateway()
+        await asyncio.gather(*(session.run() for session in self._sessions))
 
-    async def _run_gateway(self) -> None:
-        """Keep discord.py's connect loop running; it reconnects by itself, this restarts it
-        (new login, capped jittered backoff) if it ever gives up on a recoverable error."""
-        restarts = 0
-        while not self._stopping:
-            client = self._client
-            assert client is not None
-            reason = "gateway connection ended"
-            try:
-                await client.connect(reconnect=True)
-            except asyncio.CancelledError:
-                raise
-            except discord.PrivilegedIntentsRequired:
-                self._fail(_FATAL_CLOSE_CODES[4014])
-                return
-            except discord.ConnectionClosed as exc:
-                if exc.code in _FATAL_CLOSE_CODES:
-                    self._fail(f"{_FATAL_CLOSE_CODES[exc.code]} (close code {exc.code})")
-                    return
-                reason = f"gateway closed with code {exc.code}"
-            except Exception as exc:
-                reason = f"gateway failed: {exc!r}"
-            if self._stopping:
-                return
-            restarts += 1
-            wait = _GATEWAY_RESTART.delay(restarts)
-            log.warning("discord channel %s: %s; reconnecting in %.1f s", self.name, reason, wait)
-            self.health.set("reconnecting", reason)
-            await asyncio.sleep(wait)
-            with contextlib.suppress(Exception):
-                await client.close()
-            try:
-                fresh = await self._login()
-            except _TokenRejected as exc:
-                self._fail(str(exc))
-                return
-            except ConnectorStartError as exc:
-                log.warning("%s", exc)
-                continue
-            if self._stopping:
-                await fresh.close()
-                return
-            old_typing = self._typing
-            self._bind(fresh)
-            if old_typing is not None:
-                await old_typing.close()
-
-    def _fail(self, detail: str) -> None:
-        log.error("discord channel %s stopped: %s", self.name, detail)
-        self.health.set("failed", detail)
-
-    def _on_state(self, state: str, detail: str) -> None:
+    def _on_session_change(self) -> None:
+        """The channel's health from its sessions': failed or reconnecting if one is; connected
+        once every session this node holds is, and while another node holds them all."""
         if self._stopping or self.health.state == "failed":
             return
-        if state != self.health.state:
-            log.info("discord channel %s %s%s", self.name, state, f" ({detail})" if detail else "")
-        self.health.set(state, detail)
+        sessions = self._sessions
+        here = [s for s in sessions if s.state != "waiting"]
+        failed = next((s for s in sessions if s.state == "failed"), None)
+        down = next((s for s in here if s.state == "reconnecting"), None)
+        if failed is not None:
+            self.health.set("failed", _labelled(failed, failed.detail))
+        elif not here:
+            # Sending works meanwhile: only the gateway sessions wait for this node's turn.
+            where = "every shard's gateway session is" if len(sessions) > 1 else "the gateway session is"
+            self.health.set("connected", f"sending; {where} on another node")
+        elif down is not None:
+            self.health.set("reconnecting", _labelled(down, down.detail))
+        elif all(s.state == "connected" for s in here):
+            held = ", ".join(str(s.shard[0]) for s in here)
+            others = len(here) < len(sessions)
+            self.health.set("connected", f"shards {held} here; the others on other nodes" if others else "")
 
     # ---------------------------------------------------------------- inbound
 
@@ -406,3 +403,7 @@ class DiscordConnector:
             typing.set(thread, working)
         except Exception:
             log.debug("typing indicator for %s not changed", thread, exc_info=True)
+
+
+def _labelled(session: GatewaySession, detail: str) -> str:
+    return f"{session.label}: {detail}" if session.label else detail

@@ -25,7 +25,7 @@ from connectors.base import (
     IntakeHandler,
     OutboundChunk,
     OutboundFile,
-    ReceiveGate,
+    ReceiveGates,
     RenderedChunk,
     SendResult,
     ThreadKey,
@@ -87,7 +87,7 @@ class TelegramConnector:
         self._reader: UpdateReader | None = None
         self._poller: Poller | None = None
         self._waiting_to_poll: asyncio.Task[None] | None = None
-        self.receive_gate: ReceiveGate | None = None  # set by a cluster node (connectors/base.py)
+        self.receive_gates: ReceiveGates | None = None  # set by a cluster node (connectors/base.py)
         self._webhook: WebhookServer | None = None
         self.pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))  # shared out in a cluster
         self.message_editor = TelegramEditor(lambda: self._bot)  # streamed replies (connectors/streaming.py)
@@ -190,7 +190,7 @@ class TelegramConnector:
             tuning=self._tuning,
         )
         self._poller = poller
-        gate = self.receive_gate
+        gate = self.receive_gates("") if self.receive_gates is not None else None
         if gate is None:
             poller.start()
             return

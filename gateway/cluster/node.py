@@ -18,6 +18,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -123,7 +124,7 @@ class ClusterNode:
         the nodes alive: it is the platform's limit for the bot, however many nodes send."""
         for name, connector in connectors.items():
             if single_receiver(connector):
-                connector.receive_gate = self.role(f"channel:{name}")  # type: ignore[attr-defined]
+                connector.receive_gates = partial(self._receiver_role, name)  # type: ignore[attr-defined]
         pacers = [pacer for connector in connectors.values() if (pacer := getattr(connector, "pacer", None))]
         self.on_members(lambda nodes: [pacer.share(nodes) for pacer in pacers])
 
@@ -135,6 +136,9 @@ class ClusterNode:
         for task in (held, stopping):
             task.cancel()
         return not stopped.is_set()
+
+    def _receiver_role(self, channel: str, receiver: str) -> RoleGate:
+        return self.role(f"channel:{channel}:{receiver}" if receiver else f"channel:{channel}")
 
     def role(self, name: str) -> RoleGate:
         """The role ``name`` (a bot's poller, the scheduler), which this node may come to hold."""

@@ -30,7 +30,7 @@ from aiohttp import web
 from tests.fakes.discord_api import payloads as p
 from tests.fakes.discord_api.app_commands import AppCommands
 from tests.fakes.discord_api.editing import Editing
-from tests.fakes.discord_api.gateway import Gateway
+from tests.fakes.discord_api.gateway import Gateway, Session, shard_of
 from tests.fakes.discord_api.interactions import Interactions
 
 __all__ = ["FakeDiscord"]
@@ -64,10 +64,23 @@ class FakeDiscord:
     Args:
         token: the only bot token accepted (REST ``Authorization: Bot <token>`` and IDENTIFY).
         heartbeat_interval_ms: sent in HELLO.
+        shards: the shard count ``GET /gateway/bot`` recommends.
+        max_concurrency: session starts per ``identify_interval`` (``GET /gateway/bot``).
+        identify_interval: seconds an IDENTIFY's bucket must wait after the last; sooner ones
+            are answered with an invalid session (0: not enforced).
     """
 
-    def __init__(self, *, token: str = "fake-discord-token", heartbeat_interval_ms: int = 41_250) -> None:
+    def __init__(
+        self,
+        *,
+        token: str = "fake-discord-token",
+        heartbeat_interval_ms: int = 41_250,
+        shards: int = 1,
+        max_concurrency: int = 1,
+        identify_interval: float = 0.0,
+    ) -> None:
         self.token = token
+        self.shards = shards
         self.bot_id = p.snowflake()
         self.user_id = p.snowflake()
         self.guild_id = p.snowflake()
@@ -86,6 +99,7 @@ class FakeDiscord:
             ),
             self.dm_channel_id: p.dm_channel(self.dm_channel_id, self._users[self.user_id]),
         }
+        self._guilds: dict[str, str] = {self.guild_id: self.channel_id}  # guild -> its text channel
         self._messages: dict[str, dict[str, Any]] = {}
         self._sent: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self._attempts: dict[str, int] = defaultdict(int)
@@ -99,6 +113,8 @@ class FakeDiscord:
             heartbeat_interval_ms=heartbeat_interval_ms,
             ready_payloads=self._ready_payloads,
             new_session_id=lambda: f"session-{p.snowflake()}",
+            max_concurrency=max_concurrency,
+            identify_interval=identify_interval,
         )
         self.interactions = Interactions(
             app_id=self.bot_id,
@@ -159,6 +175,18 @@ class FakeDiscord:
 
     # ---------------------------------------------------------------- test helpers
 
+    def add_guild(self, shard: int, count: int) -> tuple[str, str]:
+        """A guild the bot is in whose events go to shard ``shard`` of ``count``, with one
+        text channel; returns (guild id, channel id). Sessions identified before see it once
+        they identify again."""
+        stamp = int(p.snowflake()) >> 22
+        stamp += (shard - stamp) % count
+        guild_id = str((stamp << 22) | (int(p.snowflake()) & 0x3FFFFF))
+        channel_id = p.snowflake()
+        self._channels[channel_id] = p.text_channel(channel_id, guild_id, "general")
+        self._guilds[guild_id] = channel_id
+        return guild_id, channel_id
+
     def inject_message(
         self,
         channel_id: str,
@@ -181,6 +209,7 @@ class FakeDiscord:
         ``flags`` are the message's (8192: a voice message, whose one attachment is OGG/Opus).
         """
         author = self._users.get(author_id) or p.user(author_id, f"user{author_id[-4:]}", bot=author_bot)
+        guild_id = self._channels.get(channel_id, {}).get("guild_id", self.guild_id)
         self._users.setdefault(author_id, author)
         target = channel_id
         if guild:
@@ -200,7 +229,7 @@ class FakeDiscord:
             channel_id=target,
             author=author,
             content=content,
-            guild_id=self.guild_id if guild else None,
+            guild_id=guild_id if guild else None,
             mentions=[self.bot_user] if mention_bot else [],
             attachments=list(attachments),
             referenced=referenced,
@@ -312,27 +341,33 @@ class FakeDiscord:
 
     # ---------------------------------------------------------------- gateway payloads
 
-    def _ready_payloads(self, session_id: str) -> list[tuple[str, dict[str, Any]]]:
+    def _ready_payloads(self, session: Session) -> list[tuple[str, dict[str, Any]]]:
+        shard, count = session.shard
+        guilds = [g for g in self._guilds if shard_of(g, count) == shard]
         ready = {
             "v": 10,
             "user": self.bot_user,
-            "guilds": [{"id": self.guild_id, "unavailable": True}],
-            "session_id": session_id,
+            "guilds": [{"id": g, "unavailable": True} for g in guilds],
+            "session_id": session.session_id,
             "resume_gateway_url": self.gateway_url,
             "application": {"id": self.bot_id, "flags": 0},
             "private_channels": [],
             "relationships": [],
             "session_type": "normal",
+            "shard": [shard, count],
             "_trace": ["fake-gateway"],
         }
-        guild = p.guild(
-            self.guild_id,
+        return [("READY", ready), *(("GUILD_CREATE", self._guild_payload(g)) for g in guilds)]
+
+    def _guild_payload(self, guild_id: str) -> dict[str, Any]:
+        threads = [self._channels[self.thread_id]] if guild_id == self.guild_id else []
+        return p.guild(
+            guild_id,
             owner_id=self.user_id,
-            channels=[self._channels[self.channel_id]],
-            threads=[self._channels[self.thread_id]],
+            channels=[self._channels[self._guilds[guild_id]]],
+            threads=threads,
             bot_user=self.bot_user,
         )
-        return [("READY", ready), ("GUILD_CREATE", guild)]
 
     # ---------------------------------------------------------------- REST
 
@@ -356,12 +391,12 @@ class FakeDiscord:
         data: dict[str, Any] = {"url": self.gateway_url}
         if request.path.endswith("/bot"):
             data |= {
-                "shards": 1,
+                "shards": self.shards,
                 "session_start_limit": {
                     "total": 1000,
                     "remaining": 999,
                     "reset_after": 86_400_000,
-                    "max_concurrency": 1,
+                    "max_concurrency": self.gateway.max_concurrency,
                 },
             }
         return _json(data)

@@ -1,10 +1,13 @@
-"""The gateway half of the fake: sessions, sequence numbers, HELLO/IDENTIFY/RESUME/heartbeats."""
+"""The gateway half of the fake: sessions, sequence numbers, HELLO/IDENTIFY/RESUME/heartbeats,
+and shards: a session identified with ``shard: [id, count]`` receives the events of the
+guilds with ``(guild_id >> 22) % count == id``, and shard 0 the DMs, as Discord routes them."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import math
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,16 +35,34 @@ class Connection:
 @dataclass(eq=False)
 class Session:
     session_id: str
+    shard: tuple[int, int] = (0, 1)
     seq: int = 0
     log: list[tuple[int, str]] = field(default_factory=list)
     conn: Connection | None = None
+
+    def receives(self, event: str, data: dict[str, Any]) -> bool:
+        """Whether Discord routes this dispatch to this session's shard."""
+        guild = data.get("guild_id") or (data.get("id") if event.startswith("GUILD_") else None)
+        return shard_of(guild, self.shard[1]) == self.shard[0]
+
+
+def shard_of(guild_id: Any, count: int) -> int:
+    """The shard a guild's events go to; DMs (no guild), and the malformed events tests
+    inject, go to shard 0."""
+    try:
+        return (int(guild_id) >> 22) % count
+    except (TypeError, ValueError):
+        return 0
 
 
 class Gateway:
     """Speaks Discord's gateway protocol (JSON encoding, optional zlib-stream transport).
 
-    ``on_identified(conn)`` returns the READY user/guild payloads; the owner injects
-    dispatches with :meth:`broadcast`.
+    ``ready_payloads(session)`` returns the READY user/guild payloads of a new session; the
+    owner injects dispatches with :meth:`broadcast`. With ``identify_interval``, an IDENTIFY
+    that comes sooner than that after the last one of its bucket (shard id modulo
+    ``max_concurrency``) is answered with an invalid session and counted in
+    :attr:`early_identifies`, as Discord limits session starts.
     """
 
     def __init__(
@@ -49,8 +70,10 @@ class Gateway:
         *,
         token: str,
         heartbeat_interval_ms: int,
-        ready_payloads: Callable[[str], list[tuple[str, dict[str, Any]]]],
+        ready_payloads: Callable[[Session], list[tuple[str, dict[str, Any]]]],
         new_session_id: Callable[[], str],
+        max_concurrency: int = 1,
+        identify_interval: float = 0.0,
     ) -> None:
         self._token = token
         self._heartbeat_ms = heartbeat_interval_ms
@@ -61,6 +84,10 @@ class Gateway:
         self._pending: list[tuple[str, dict[str, Any]]] = []
         self._rewind: dict[str, int] = {}  # session id -> sequence the next RESUME replays after
         self.identifies: list[dict[str, Any]] = []
+        self.max_concurrency = max_concurrency
+        self.identify_interval = identify_interval
+        self.early_identifies = 0
+        self._identified_at: dict[int, float] = {}  # bucket -> when its last IDENTIFY was taken
         self.resumes = 0
         self.heartbeats = 0
         self.connect_queries: list[dict[str, str]] = []
@@ -68,11 +95,12 @@ class Gateway:
     # ---------------------------------------------------------------- dispatching
 
     def broadcast(self, event: str, data: dict[str, Any]) -> None:
-        """Dispatch to every session; before the first IDENTIFY, hold it until READY."""
-        if not self.sessions:
+        """Dispatch to every session of the shard the event is for; before that shard's first
+        IDENTIFY, hold it until its READY."""
+        targets = [s for s in self.sessions.values() if s.receives(event, data)]
+        if not targets:
             self._pending.append((event, data))
-            return
-        for session in self.sessions.values():
+        for session in targets:
             self._dispatch(session, event, data)
 
     def _dispatch(self, session: Session, event: str, data: dict[str, Any]) -> None:
@@ -173,15 +201,34 @@ class Gateway:
         if data.get("token") != self._token:
             await conn.ws.close(code=4004, message=b"Authentication failed.")
             return
+        shard = _shard(data.get("shard"))
+        if shard is None:
+            await conn.ws.close(code=4010, message=b"Invalid shard.")
+            return
+        if self._too_soon(shard[0]):
+            self.early_identifies += 1
+            conn.send({"op": 9, "d": False})
+            return
         self.identifies.append(data)
-        session = Session(session_id=self._new_session_id())
+        session = Session(session_id=self._new_session_id(), shard=shard)
         self.sessions[session.session_id] = session
         self._attach(conn, session)
-        for event, body in self._ready_payloads(session.session_id):
+        for event, body in self._ready_payloads(session):
             self._dispatch(session, event, body)
         pending, self._pending = self._pending, []
         for event, body in pending:
-            self.broadcast(event, body)
+            if session.receives(event, body):
+                self._dispatch(session, event, body)
+            else:
+                self._pending.append((event, body))
+
+    def _too_soon(self, shard_id: int) -> bool:
+        bucket = shard_id % self.max_concurrency
+        now = asyncio.get_running_loop().time()
+        if now - self._identified_at.get(bucket, -math.inf) < self.identify_interval:
+            return True
+        self._identified_at[bucket] = now
+        return False
 
     async def _resume(self, conn: Connection, data: dict[str, Any]) -> None:
         session = self.sessions.get(str(data.get("session_id")))
@@ -210,3 +257,17 @@ class Gateway:
         if conn.session is not None and conn.session.conn is conn:
             conn.session.conn = None
         conn.session = None
+
+
+def _shard(value: Any) -> tuple[int, int] | None:
+    """IDENTIFY's ``shard`` as (id, count): (0, 1) when absent, None when invalid."""
+    if value is None:
+        return (0, 1)
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(v, int) for v in value)
+        and 0 <= value[0] < value[1]
+    ):
+        return (value[0], value[1])
+    return None

@@ -177,7 +177,7 @@ async def test_a_node_without_the_gateway_role_sends_and_opens_the_session_once_
 ) -> None:
     connector = DiscordConnector(discord_settings(fake), files_dir=tmp_path)
     gate = _Gate()
-    connector.receive_gate = gate
+    connector.receive_gates = lambda receiver: gate
     recorder = Recorder()
     await connector.start(recorder)
     try:

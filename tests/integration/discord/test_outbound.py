@@ -209,6 +209,9 @@ async def test_unreachable_api_is_transient(start_connector: StartConnector) -> 
         connector, _ = await start_connector(server=gone)
         thread = ThreadKey(CHANNEL, gone.channel_id)
     await wait_until(lambda: connector.health.state == "reconnecting", 5.0, "reconnecting")
+    # Sending has a client of its own: give its pooled connection time to see the server's
+    # close, or the send goes out on it and is ambiguous instead.
+    await asyncio.sleep(0.3)
 
     result = await connector.send(OutboundChunk(1, thread, chunk("anyone?")))
 
