@@ -31,7 +31,13 @@ from connectors.discord_bot.editing import DiscordEditor
 from connectors.discord_bot.inbound import InboundBuilder, RecentIds
 from connectors.discord_bot.lanes import Lanes
 from connectors.discord_bot.outbound import DiscordSender, request_trace
-from connectors.discord_bot.sessions import GatewaySession, IdentifyPacer, TokenRejected, receiver_name
+from connectors.discord_bot.sessions import (
+    IDENTIFY_INTERVAL,
+    GatewaySession,
+    IdentifyPacer,
+    TokenRejectedError,
+    receiver_name,
+)
 from connectors.discord_bot.working import TypingIndicators
 from connectors.interactive import Prompt
 from connectors.pacing import PacingPolicy, SendPacer
@@ -69,7 +75,8 @@ class DiscordConnector:
         send_timeout: seconds one :meth:`send` may take (default ``settings.send_timeout`` or 60).
         intake_retry: delays before retrying a failed intake (0.5 s doubling to 30 s).
         intake_attempts: intake tries per message before it is dropped with an error log.
-        identify_interval: seconds between two session starts of one identify bucket (Discord's 5).
+        identify_interval: seconds between two session starts of one identify bucket (Discord
+            allows one per 5 s; the default leaves half a second for the way there).
     """
 
     idempotent_send = False
@@ -85,7 +92,7 @@ class DiscordConnector:
         send_timeout: float | None = None,
         intake_retry: Backoff = DEFAULT_INTAKE_RETRY,
         intake_attempts: int = 8,
-        identify_interval: float = 5.0,
+        identify_interval: float = IDENTIFY_INTERVAL,
     ) -> None:
         self.name = settings.name
         self.health = ConnectorHealth()
@@ -234,7 +241,7 @@ class DiscordConnector:
                     client.set_gateway_url(url)
         except discord.LoginFailure:
             await client.close()
-            raise TokenRejected(
+            raise TokenRejectedError(
                 f"{self.name}: Discord rejected the bot token (401 Unauthorized); copy a fresh token "
                 "from the Discord Developer Portal (your application -> Bot -> Reset Token) into "
                 "DISCORD_BOT_TOKEN"

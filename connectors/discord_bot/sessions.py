@@ -19,11 +19,21 @@ from connectors.base import ConnectorStartError, ReceiveGate
 from connectors.discord_bot.client import TalonDiscordClient
 from gateway.backoff import Backoff
 
-__all__ = ["FATAL_CLOSE_CODES", "GatewaySession", "IdentifyPacer", "TokenRejected", "receiver_name"]
+__all__ = [
+    "FATAL_CLOSE_CODES",
+    "IDENTIFY_INTERVAL",
+    "GatewaySession",
+    "IdentifyPacer",
+    "TokenRejectedError",
+    "receiver_name",
+]
 
 log = logging.getLogger("talon.connectors.discord")
 
 _GATEWAY_RESTART = Backoff(base=1.0, max=60.0)
+# Discord's 5 s between two session starts of a bucket, and room for the time an IDENTIFY
+# takes to arrive: one sent at the end of exactly 5 s may get there after a late predecessor.
+IDENTIFY_INTERVAL = 5.5
 FATAL_CLOSE_CODES = {
     4004: "the gateway rejected the bot token; reset it in the Discord Developer Portal",
     4010: "invalid shard sent to the gateway; check this channel's shard_count",
@@ -37,7 +47,7 @@ FATAL_CLOSE_CODES = {
 }
 
 
-class TokenRejected(ConnectorStartError):
+class TokenRejectedError(ConnectorStartError):
     """Discord answered 401: retrying with the same token cannot help."""
 
 
@@ -53,7 +63,7 @@ class IdentifyPacer:
     node starts at a different moment, and an IDENTIFY Discord finds too early is answered
     with an invalid session, which discord.py retries through this pacer again."""
 
-    def __init__(self, max_concurrency: int = 1, interval: float = 5.0) -> None:
+    def __init__(self, max_concurrency: int = 1, interval: float = IDENTIFY_INTERVAL) -> None:
         self.max_concurrency = max(1, max_concurrency)
         self.interval = interval
         self._locks: dict[int, asyncio.Lock] = {}
@@ -126,7 +136,7 @@ class GatewaySession:
         while not self._stopping:
             try:
                 client = await self._login(self)
-            except TokenRejected as exc:
+            except TokenRejectedError as exc:
                 self._fail(str(exc))
                 return
             except ConnectorStartError as exc:

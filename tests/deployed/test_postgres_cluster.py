@@ -1,9 +1,10 @@
 """A cluster as deployed: three ``talon run`` nodes on one PostgreSQL database with a
-Telegram bot, a Slack app and a Discord bot, the stand-ins slow and sometimes failing. A
-burst over many chats of all three is answered by the nodes together; the first node, which
-polls Telegram, holds the Discord gateway session and leads the scheduler, is killed with
-kill -9 mid-burst. Polling and the gateway session move to other nodes within
-``failover_seconds``, Slack's unacknowledged envelopes come back over the other nodes'
+Telegram bot, a Slack app and a Discord bot split over two shards, the stand-ins slow and
+sometimes failing. A burst over many chats of all three is answered by the nodes together;
+the first node, which polls Telegram, holds both Discord shards' gateway sessions and leads
+the scheduler, is killed with kill -9 mid-burst. Polling and each shard's session move to
+other nodes within ``failover_seconds`` (messages to guilds of both shards after the kill
+are answered), Slack's unacknowledged envelopes come back over the other nodes'
 connections, a schedule due after the kill fires once on the new leader, and every chat is
 answered, nothing twice, nothing left in the outbox."""
 
@@ -13,6 +14,7 @@ import asyncio
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +47,10 @@ CHATS = 150  # Telegram
 DMS = 20  # Slack and Discord each
 PER_CHAT = 3
 FAILOVER = 15.0  # the default: a heartbeat late under a loaded CI machine does not move work
+GUILDS = 3  # per Discord shard, one text channel each
 POLLER_ROLE = "channel:team-telegram"
-GATEWAY_ROLE = "channel:team-discord"
+SHARD_ROLES = ("channel:team-discord:shard-0-of-2", "channel:team-discord:shard-1-of-2")
+RECEIVER_ROLES = (POLLER_ROLE, *SHARD_ROLES)
 SCHEDULE_CHAT = 1000  # a chat of the burst: the stand-in knows only chats that wrote to the bot
 
 
@@ -73,6 +77,7 @@ def _node(root: Path, name: str, fakes: dict[str, Any], model_url: str) -> Path:
             "token": discord.info["token"],
             "api_base_url": discord.url,
             "gateway_url": discord.info["gateway_url"],
+            "shard_count": 2,
         },
     ]
     database = {
@@ -84,27 +89,60 @@ def _node(root: Path, name: str, fakes: dict[str, Any], model_url: str) -> Path:
     return write_deployed_config(root, model_url=model_url, channels=channels, database=database)
 
 
-def _questions() -> dict[str, dict[str, str]]:
+def _questions(guild_channels: list[str]) -> dict[str, dict[str, str]]:
     """Per stand-in, each chat's last message."""
     last = PER_CHAT - 1
     return {
         "telegram": {str(1000 + c): f"chat {c} message {last}" for c in range(CHATS)},
         "slack": {slack_burst._dm(c): f"channel {c} message {last}" for c in range(DMS)},
-        "discord": {discord_burst._dm(c): f"channel {c} message {last}" for c in range(DMS)},
+        "discord": {discord_burst._dm(c): f"channel {c} message {last}" for c in range(DMS)}
+        | {channel: _after_the_kill(channel) for channel in guild_channels},
     }
+
+
+def _after_the_kill(channel: str) -> str:
+    return f"guild channel {channel} after the kill"
+
+
+def _to_guilds(channels: list[str], text: Callable[[str], str]) -> dict[str, Any]:
+    """An inject of a message to the bot (mentioned) in every guild channel."""
+    return {
+        "messages": [
+            {
+                "channel_id": channel,
+                "author_id": str(9000 + n),
+                "text": text(channel),
+                "guild": True,
+                "mention": True,
+            }
+            for n, channel in enumerate(channels)
+        ]
+    }
+
+
+def _in_the_echo(texts: list[str], question: str) -> bool:
+    """A guild message's echo may carry its author ahead of the text."""
+    return any(
+        t.startswith("echo: ")
+        and any(line.endswith(question) for line in t.removeprefix("echo: ").split("\n"))
+        for t in texts
+    )
 
 
 async def _sent(fakes: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
     return {name: await get_json(f"{fake.url}/_fake/sent") for name, fake in fakes.items()}
 
 
-def _waiting(sent: dict[str, dict[str, list[str]]], rows: list[dict[str, Any]]) -> list[str]:
+def _waiting(
+    sent: dict[str, dict[str, list[str]]], rows: list[dict[str, Any]], guild_channels: list[str]
+) -> list[str]:
     """The chats whose last message has no answer, shown or reported in flight at the kill."""
     return [
         chat
-        for name, questions in _questions().items()
+        for name, questions in _questions(guild_channels).items()
         for chat, question in questions.items()
-        if not answered(sent[name].get(chat, []), question) and not reported_unknown(rows, chat, question)
+        if not (answered if chat not in guild_channels else _in_the_echo)(sent[name].get(chat, []), question)
+        and not reported_unknown(rows, chat, question)
     ]
 
 
@@ -183,10 +221,18 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
         fake_process(
             "tests.fakes.slack_api.standalone", tmp_path, *chaos, "--redeliver-after", "3", "--spread"
         ) as slack,
-        fake_process("tests.fakes.discord_api.standalone", tmp_path, *chaos) as discord,
+        fake_process(
+            "tests.fakes.discord_api.standalone", tmp_path, *chaos, "--identify-interval", "5"
+        ) as discord,
         fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai", "--delay", "0.1") as model,
     ):
         fakes = {"telegram": bot_api, "slack": slack, "discord": discord}
+        guilds = [
+            await post_json(f"{discord.url}/_fake/guilds", {"shard": shard, "of": 2})
+            for shard in (0, 1)
+            for _ in range(GUILDS)
+        ]
+        guild_channels = [guild["channel_id"] for guild in guilds]
         configs = {name: _node(tmp_path / name, name, fakes, model.url) for name in names}
         nodes = {name: Daemon(configs[name], env) for name in names}
         async with nodes["n1"], nodes["n2"], nodes["n3"]:
@@ -194,12 +240,16 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
             await asyncio.gather(
                 *(nodes[n].start(tmp_path / n / "data", ready_timeout=60) for n in names[1:])
             )
-            # The first node holds the poller and the gateway session; the others wait for them.
+            # The first node holds the poller and both shards' sessions; the others wait for
+            # them. Its second shard starts 5 s after the first, as Discord allows.
             async with asyncio.timeout(30):
-                while not all(
-                    f"{role} runs on another node" in nodes[n].log()
-                    for n in names[1:]
-                    for role in (POLLER_ROLE, GATEWAY_ROLE)
+                while (
+                    not all(
+                        f"{role} runs on another node" in nodes[n].log()
+                        for n in names[1:]
+                        for role in RECEIVER_ROLES
+                    )
+                    or (await get_json(f"{discord.url}/_fake/stats"))["identifies"] < 2
                 ):
                     await asyncio.sleep(0.1)
             _, status, problems = await talon("status", "--config", str(configs["n2"]), env=env)
@@ -210,6 +260,9 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
             await asyncio.gather(
                 inject_rounds(slack.url, slack_burst._rounds(DMS, PER_CHAT), 0.3),
                 inject_rounds(discord.url, discord_burst._rounds(DMS, PER_CHAT), 0.3),
+                post_json(
+                    f"{discord.url}/_fake/inject", _to_guilds(guild_channels, lambda c: "before the kill")
+                ),
             )
             await _one_shot(url, tmp_path / "scratch", SCHEDULE_CHAT, "before the kill", 1.0)
             # Mid-burst, once the first leader has fired the schedule due before the kill.
@@ -226,19 +279,25 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
             killed_at = time.monotonic()
             took_over: dict[str, float] = {}
             async with asyncio.timeout(FAILOVER + 20):
-                while len(took_over) < 2:
-                    for role in (POLLER_ROLE, GATEWAY_ROLE):
+                while len(took_over) < len(RECEIVER_ROLES):
+                    for role in RECEIVER_ROLES:
                         if role not in took_over and any(
                             f"{role}: taken over by this node" in nodes[n].log() for n in names[1:]
                         ):
                             took_over[role] = time.monotonic() - killed_at
                     await asyncio.sleep(0.1)
+            # Discord delivers to a session what happens after its IDENTIFY: once both shards'
+            # new sessions are up, every guild gets a message.
+            async with asyncio.timeout(30):
+                while (await get_json(f"{discord.url}/_fake/stats"))["identifies"] < 4:
+                    await asyncio.sleep(0.1)
+            await post_json(f"{discord.url}/_fake/inject", _to_guilds(guild_channels, _after_the_kill))
 
             deadline = time.monotonic() + 300
             while True:
                 rows = outbox_rows(tmp_path / "n2" / "data", url)
                 sent = await _sent(fakes)
-                waiting = _waiting(sent, rows)
+                waiting = _waiting(sent, rows, guild_channels)
                 pending = [r for r in rows if r["status"] in ("pending", "sending")]  # with their chats
                 fired = _replies(sent["telegram"], SCHEDULE_CHAT, "after the kill")
                 if not waiting and not pending and fired:
@@ -261,8 +320,8 @@ async def test_three_nodes_share_a_burst_and_the_receivers_move_after_kill_9(
         sent = await _sent(fakes)
 
     assert all(seconds < FAILOVER + 10 for seconds in took_over.values()), took_over
-    # One gateway session at a time: n1's, then the one of the node that took it over.
-    assert discord_stats["identifies"] == 2, discord_stats
+    # One gateway session per shard at a time: n1's, then those of the nodes that took them over.
+    assert sorted(discord_stats["shards"]) == [[0, 2], [0, 2], [1, 2], [1, 2]], discord_stats
     # Slack spread its envelopes over every node's connection; n1's unacknowledged ones came back.
     assert slack_stats["connections"] >= 3 and slack_stats["unacked"] == 0, slack_stats
     # Each schedule ran once: the second on the node that took the scheduler over.

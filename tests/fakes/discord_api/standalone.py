@@ -3,6 +3,7 @@
 
     python -m tests.fakes.discord_api.standalone --port-file PATH \\
         [--latency 0.05:0.2] [--fail-rate 0.02] [--seed 1] [--max-seconds 600]
+        [--max-concurrency 1] [--identify-interval 5]
 
 Every REST call waits a random time in ``--latency`` before it is answered (the gateway
 websocket is not slowed). A share ``--fail-rate`` of message creates, those that carry
@@ -17,6 +18,9 @@ The test drives the fake over HTTP under ``/_fake/``:
 - ``POST /_fake/inject`` ``{"messages": [{"channel_id", "text", "author_id", "guild"?, "mention"?}]}``
   dispatches user messages as MESSAGE_CREATE, in order (``guild`` false, the default, makes
   the channel a DM with the author); answers ``{"message_ids": [...]}``.
+- ``POST /_fake/guilds`` ``{"shard": 1, "of": 2}`` adds a guild whose events go to that shard,
+  with one text channel; answers ``{"guild_id", "channel_id"}``. Messages injected into the
+  channel (``guild`` true, ``mention`` true to address the bot) reach that shard's session.
 - ``GET /_fake/sent`` answers ``{"<channel_id>": ["content", ...]}``: the bot's messages each
   channel still shows (deleted ones left out), as last edited.
 - ``GET /_fake/files`` answers ``[{"chat_id", "name", "size", "sha256"}, ...]``: every file
@@ -25,7 +29,9 @@ The test drives the fake over HTTP under ``/_fake/``:
   already saw (``enforce_nonce``) is answered with the first message and lists nothing new.
 - ``GET /_fake/stats`` answers call counts per route, refusals (per status, and how many
   carried files), creates answered with an earlier message for their repeated nonce, and
-  gateway sessions.
+  gateway sessions: ``identifies``, ``shards`` (each IDENTIFY's ``[id, count]``, null when
+  unsharded), ``early_identifies`` (refused as too soon after their bucket's last) and
+  ``resumes``.
 
 The port file holds ``{"url", "gateway_url", "token"}``.
 """
@@ -52,8 +58,16 @@ _REFUSALS = (429, 429, 502, 503)  # drawn uniformly: half rate limits, half serv
 class ChaoticDiscord(FakeDiscord):
     """The fake Discord with latency on every REST call and refusals on some creates."""
 
-    def __init__(self, *, latency: tuple[float, float], fail_rate: float, seed: int) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        *,
+        latency: tuple[float, float],
+        fail_rate: float,
+        seed: int,
+        max_concurrency: int = 1,
+        identify_interval: float = 0.0,
+    ) -> None:
+        super().__init__(max_concurrency=max_concurrency, identify_interval=identify_interval)
         self.latency = latency
         self.fail_rate = fail_rate
         self.refused: Counter[int] = Counter()
@@ -125,6 +139,11 @@ def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
     async def sent(request: web.Request) -> web.Response:
         return web.json_response(fake.sent_contents())
 
+    async def guilds(request: web.Request) -> web.Response:
+        body = await request.json()
+        guild_id, channel_id = fake.add_guild(int(body["shard"]), int(body["of"]))
+        return web.json_response({"guild_id": guild_id, "channel_id": channel_id})
+
     async def files(request: web.Request) -> web.Response:
         return web.json_response(fake.sent_files())
 
@@ -136,12 +155,15 @@ def control_routes(fake: ChaoticDiscord) -> list[web.RouteDef]:
                 "refused_uploads": fake.refused_uploads,
                 "repeated_nonces": fake.repeated_nonces,
                 "identifies": len(fake.gateway.identifies),
+                "shards": [identify.get("shard") for identify in fake.gateway.identifies],
+                "early_identifies": fake.gateway.early_identifies,
                 "resumes": fake.gateway.resumes,
             }
         )
 
     return [
         web.post("/_fake/inject", inject),
+        web.post("/_fake/guilds", guilds),
         web.get("/_fake/sent", sent),
         web.get("/_fake/files", files),
         web.get("/_fake/stats", stats),
@@ -157,7 +179,13 @@ def _app(fake: ChaoticDiscord) -> web.Application:
 
 async def serve(args: argparse.Namespace) -> None:
     low, _, high = args.latency.partition(":")
-    fake = ChaoticDiscord(latency=(float(low), float(high or low)), fail_rate=args.fail_rate, seed=args.seed)
+    fake = ChaoticDiscord(
+        latency=(float(low), float(high or low)),
+        fail_rate=args.fail_rate,
+        seed=args.seed,
+        max_concurrency=args.max_concurrency,
+        identify_interval=args.identify_interval,
+    )
     runner = web.AppRunner(_app(fake), handle_signals=False, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     fake._runner = runner  # cleaned up by FakeDiscord.__aexit__
@@ -189,6 +217,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", default="0:0", help="seconds added to each REST call, LOW:HIGH")
     parser.add_argument("--fail-rate", type=float, default=0.0, help="share of message creates refused")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-concurrency", type=int, default=1, help="sessions started per interval")
+    parser.add_argument(
+        "--identify-interval", type=float, default=0.0, help="seconds between IDENTIFYs of a bucket; 0 = any"
+    )
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
     asyncio.run(serve(parser.parse_args(argv)))
 
