@@ -141,9 +141,12 @@ class ClusterNode:
         return self.role(f"channel:{channel}:{receiver}" if receiver else f"channel:{channel}")
 
     def role(self, name: str) -> RoleGate:
-        """The role ``name`` (a bot's poller, the scheduler), which this node may come to hold."""
-        gate = RoleGate(self.db, name, self.every)
-        self._roles.append(gate)
+        """The role ``name`` (a bot's poller, a Discord shard, the scheduler), which this node
+        may come to hold; asked again (a channel started again), the same gate."""
+        gate = next((gate for gate in self._roles if gate.name == name), None)
+        if gate is None:
+            gate = RoleGate(self.db, name, self.every)
+            self._roles.append(gate)
         return gate
 
     def on_members(self, fn: Callable[[int], None]) -> None:
