@@ -145,3 +145,34 @@ async def test_a_shard_refused_by_the_gateway_fails_the_channel_with_the_fix(tmp
             assert "shard_count" in connector.health.detail and "shard " in connector.health.detail
         finally:
             await connector.stop()
+
+
+async def test_two_nodes_starting_shards_at_once_are_refused_once_and_both_come_up(tmp_path: Path) -> None:
+    # Each node paces its own starts; two nodes taking shards of one bucket at once send
+    # their IDENTIFYs together, Discord refuses one, and that node tries again in its turn.
+    async with FakeDiscord(max_concurrency=1, identify_interval=0.5) as fake:
+        (_, first), (_, second) = fake.add_guild(0, 2), fake.add_guild(1, 2)
+        nodes, recorders = [], []
+        for shard in (0, 1):
+            connector = DiscordConnector(
+                discord_settings(fake, shard_count=2), files_dir=tmp_path / str(shard), identify_interval=0.6
+            )
+            gates = _Gates()
+            gates(f"shard-{shard}-of-2").event.set()  # this node holds one shard only
+            connector.receive_gates = gates
+            recorders.append(Recorder())
+            nodes.append(connector)
+        try:
+            await asyncio.gather(*(node.start(rec) for node, rec in zip(nodes, recorders, strict=True)))
+            await fake.wait_for_ready(identifies=2, timeout=10.0)
+            assert fake.gateway.early_identifies >= 1
+            assert sorted(_shards(fake)) == [[0, 2], [1, 2]]  # type: ignore[type-var]
+            for node in nodes:
+                await wait_until(lambda node=node: node.health.state == "connected", 5.0, "connected")
+            fake.inject_message(first, "to shard 0", author_id=fake.user_id, mention_bot=True)
+            fake.inject_message(second, "to shard 1", author_id=fake.user_id, mention_bot=True)
+            for recorder, channel in zip(recorders, (first, second), strict=True):
+                (event,) = await recorder.wait_for(1)
+                assert event.thread_key.chat_id == channel
+        finally:
+            await asyncio.gather(*(node.stop() for node in nodes))
