@@ -140,7 +140,7 @@ class GatewaySession:
                 self._fail(str(exc))
                 return
             except ConnectorStartError as exc:
-                log.warning("%s", exc)
+                reason = str(exc)
             else:
                 if self._stopping:
                     await client.close()
@@ -154,7 +154,9 @@ class GatewaySession:
                     await client.close()
             restarts += 1
             wait = _GATEWAY_RESTART.delay(restarts)
-            log.warning("discord channel %s%s: reconnecting in %.1f s", self.channel, self._of(), wait)
+            log.warning(
+                "discord channel %s%s: %s; reconnecting in %.1f s", self.channel, self._of(), reason, wait
+            )
             await asyncio.sleep(wait)
 
     async def _connect(self, client: TalonDiscordClient) -> str | None:
