@@ -1,20 +1,19 @@
 """talon.yaml -> typed settings.
 
 ``${VAR}`` is substituted from the environment and from ``.env`` beside the file (the
-environment wins). Every error names the key path and the fix, and all errors are
-reported together in one :class:`ConfigError`.
+environment wins; :mod:`gateway.config_env`), the settings are validated, and the checks
+across keys run (:mod:`gateway.config_checks`). Every error names the key path and the fix,
+and all errors are reported together in one :class:`ConfigError`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from dotenv import dotenv_values
 from pydantic import Field, ValidationError, field_validator
 
 from gateway.backoff import Backoff
@@ -37,17 +36,19 @@ from gateway.channel_settings import (
     WebChannel,
     WebSite,
 )
-from gateway.config_errors import NAME_PATTERN, describe_validation, did_you_mean, read_yaml
+from gateway.config_checks import cross_check
+from gateway.config_env import env_origins, join_key, load_env, substitute_env
+from gateway.config_errors import NAME_PATTERN, describe_validation, read_yaml
 from gateway.console_settings import ConsoleSettings
 from gateway.database_settings import DatabaseSettings
 from gateway.errors import ConfigError
 from gateway.http.settings import HttpSettings
-from gateway.image_settings import ImageSettings, image_problems
+from gateway.image_settings import ImageSettings
 from gateway.model_types import StrictModel
 from gateway.streaming_settings import StreamingMode
 from gateway.traces_settings import TracesSettings
 from gateway.usage_settings import OperatorSettings, Price, SpendBudgets
-from gateway.voice_settings import SpeechSettings, TranscriptionSettings, voice_problems
+from gateway.voice_settings import SpeechSettings, TranscriptionSettings
 from gateway.web_settings import WebSearchSettings
 
 __all__ = [
@@ -80,15 +81,11 @@ __all__ = [
     "WebChannel",
     "WebSite",
     "embedded_defaults_in_use",
-    "env_origins",
-    "load_env",
     "load_settings",
     "resolve_config_path",
-    "substitute_env",
 ]
 
 DEFAULT_CONFIG = "talon.yaml"
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NAME = NAME_PATTERN
 
 
@@ -420,61 +417,10 @@ def _validate(raw: Any, config_dir: Path, shown: str) -> Settings:
     except ValidationError as exc:
         problems = _describe(exc, raw, missing, env_origins(used, config_dir))
     reported = {p.split(":", 1)[0] for p in problems}
-    problems += [p for p in _cross_check(raw) if p.split(":", 1)[0] not in reported]
+    problems += [p for p in cross_check(raw) if p.split(":", 1)[0] not in reported]
     if problems or settings is None:
         raise ConfigError(problems)
     return settings
-
-
-def substitute_env(
-    raw: Any, env: dict[str, str], missing: dict[str, str], used: dict[str, str] | None = None
-) -> Any:
-    """Replace ``${VAR}`` and ``${VAR:-default}``; record by key path the variables that are
-    unset (``missing``) and those whose value was put in (``used``)."""
-    return _substitute(raw, env, missing, "", {} if used is None else used)
-
-
-def load_env(config_dir: Path) -> dict[str, str]:
-    """The environment for substitution: ``.env`` beside the config, overridden by os.environ."""
-    dotenv = {k: v for k, v in dotenv_values(config_dir / ".env").items() if v is not None}
-    return {**dotenv, **os.environ}
-
-
-def env_origins(used: dict[str, str], config_dir: Path) -> dict[str, str]:
-    """For each key path in ``used`` (key path -> variable), where its variable's value came
-    from: the environment, which wins, or ``.env`` beside the config."""
-    dotenv_file = config_dir / ".env"
-    return {
-        path: f"the environment variable {var}" if var in os.environ else f"{var} in {dotenv_file}"
-        for path, var in used.items()
-    }
-
-
-def _substitute(
-    node: Any, env: dict[str, str], missing: dict[str, str], path: str, used: dict[str, str]
-) -> Any:
-    if isinstance(node, dict):
-        return {k: _substitute(v, env, missing, _join(path, str(k)), used) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_substitute(v, env, missing, f"{path}[{i}]", used) for i, v in enumerate(node)]
-    if isinstance(node, str) and "${" in node:
-
-        def repl(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
-            if env.get(name):
-                used[path] = name
-                return env[name]
-            if default is not None:
-                return default
-            missing[path] = name
-            return ""
-
-        return _VAR.sub(repl, node)
-    return node
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 def _loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
@@ -485,12 +431,12 @@ def _loc(loc: tuple[Any, ...], raw: dict[str, Any]) -> str:
             out += f"[{part}]"
             node = node[part] if isinstance(node, list) and part < len(node) else None
         elif isinstance(node, dict) and part in node:
-            out = _join(out, str(part))
+            out = join_key(out, str(part))
             node = node[part]
         elif isinstance(node, dict) and "type" in node and part == node.get("type"):
             continue  # discriminated-union tag, not a key the user wrote
         else:
-            out = _join(out, str(part))
+            out = join_key(out, str(part))
             node = None
     return out or "(top level)"
 
@@ -509,81 +455,3 @@ def _describe(
             text = f"{path}: ${{{missing[path]}}} is not set; set {missing[path]} in .env or the environment"
         problems.append(text)
     return list(dict.fromkeys(problems))
-
-
-def _webhook_problems(raw: dict[str, Any], channels: list[str]) -> list[str]:
-    http = raw.get("http") if isinstance(raw.get("http"), dict) else {}
-    routes = http.get("webhooks") if isinstance(http.get("webhooks"), list) else []
-    problems = []
-    for i, route in enumerate(routes):
-        if isinstance(route, dict) and "channel" in route and route["channel"] not in channels:
-            guess = did_you_mean(str(route["channel"]), channels)
-            problems.append(
-                f"http.webhooks[{i}].channel: no channel named {route['channel']!r}; "
-                + (f"did you mean {guess!r}? " if guess else "")
-                + f"use one of {', '.join(channels) or '(none: add one under channels)'}"
-            )
-    return problems
-
-
-def _cross_check(raw: dict[str, Any]) -> list[str]:
-    """Checks across keys. Works on the raw mapping so that it runs (and reports) even
-    when some values failed validation."""
-    problems: list[str] = []
-    channels = (
-        [c for c in raw.get("channels") or [] if isinstance(c, dict)]
-        if isinstance(raw.get("channels"), list)
-        else []
-    )
-    names = [c.get("name") for c in channels]
-    for i, ch in enumerate(channels):
-        ctype = ch.get("type")
-        if ch.get("name") is not None and names.index(ch.get("name")) != i:
-            problems.append(
-                f"channels[{i}].name: {ch.get('name')!r} is used twice; channel names must be unique"
-            )
-        for (secret_type, key), var in SECRET_HINTS.items():
-            if ctype == secret_type and key in ch and not ch[key] and key != "app_token":
-                problems.append(f"channels[{i}].{key}: empty; set {var} in .env or remove this channel")
-        if ctype == "slack" and not ch.get("app_token") and not ch.get("signing_secret"):
-            problems.append(
-                f"channels[{i}]: Slack needs app_token (Socket Mode) or signing_secret (HTTP events); "
-                "set SLACK_APP_TOKEN in .env"
-            )
-        if ctype == "web" and not isinstance(raw.get("http"), dict):
-            problems.append(
-                f"channels[{i}]: a web channel is served by the HTTP server; add "
-                'http: {listen: "127.0.0.1:8787"} (docs/platforms/web.md)'
-            )
-        for j, site in enumerate(ch.get("sites") or [] if ctype == "web" else []):
-            if isinstance(site, dict) and "token" in site and not site["token"]:
-                problems.append(
-                    f"channels[{i}].sites[{j}].token: empty; set the variable it names in .env "
-                    "(a random string of at least 16 characters, e.g. from `openssl rand -hex 24`)"
-                )
-    operator = raw.get("operator") if isinstance(raw.get("operator"), dict) else {}
-    if operator.get("channel") is not None and operator["channel"] not in names:
-        guess = did_you_mean(str(operator["channel"]), [str(n) for n in names])
-        problems.append(
-            f"operator.channel: no channel named {operator['channel']!r}; "
-            + (f"did you mean {guess!r}? " if guess else "")
-            + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'} or null"
-        )
-    bindings = raw.get("bindings") if isinstance(raw.get("bindings"), list) else []
-    for i, b in enumerate(bindings):
-        if isinstance(b, dict) and b.get("channel") not in names:
-            guess = did_you_mean(str(b.get("channel")), [str(n) for n in names])
-            problems.append(
-                f"bindings[{i}].channel: no channel named {b.get('channel')!r}; "
-                + (f"did you mean {guess!r}? " if guess else "")
-                + f"use one of {', '.join(str(n) for n in names) or '(none: add one under channels)'}"
-            )
-    problems += _webhook_problems(raw, [str(n) for n in names])
-    problems += voice_problems(raw)
-    problems += image_problems(raw)
-    if raw.get("console") is not None and raw.get("http") is None:
-        problems.append(
-            'console: the web console is served by the HTTP server; add http: {listen: "127.0.0.1:8787"} '
-            "(or remove console:)"
-        )
-    return problems

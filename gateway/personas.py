@@ -17,7 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from gateway.budgets import DEFAULT_LIMITS, BudgetLimits
-from gateway.config import ConfigError, Settings, env_origins, load_env, substitute_env
+from gateway.config import ConfigError, Settings
+from gateway.config_env import env_origins, load_env, substitute_env
 from gateway.config_errors import describe_validation, did_you_mean, model_ref_problem, read_yaml
 from gateway.interactions.approvals import ApprovalPolicy, ApprovalsFile
 from gateway.labels import KNOWN_LABELS, label_problem

@@ -21,7 +21,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gateway.config import ConfigError, Settings, load_env
+from gateway.config import ConfigError, Settings
+from gateway.config_env import load_env
 from gateway.labels import ANY, parse_label
 from gateway.runtime.model import ChatMessage, ModelProvider, ModelRequest, ProviderError
 from gateway.subagents.base import (

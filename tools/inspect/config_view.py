@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from gateway.config import load_env
+from gateway.config_env import load_env
 from tools.base import HostTool, ToolContext, ToolError
 
 PREFIX = "runtime.inspect"
