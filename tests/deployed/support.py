@@ -13,6 +13,7 @@ import ipaddress
 import json
 import os
 import re
+import socket
 import sqlite3
 import sys
 import time
@@ -205,6 +206,13 @@ def unaccounted(shown: dict[str, list[str]], rows: list[dict[str, Any]]) -> dict
                 "delivered, not shown": dict(sent - seen),
             }
     return differences
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now, for a server the test configures to bind it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def listening_tcp(pid: int) -> list[tuple[str, int]]:

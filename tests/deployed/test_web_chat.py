@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ from tests.deployed.support import (
     add_console_user,
     deployed_daemon,
     fake_process,
+    free_port,
     log_failures,
     sign_in,
     write_deployed_config,
@@ -43,12 +43,6 @@ HOSTILE = (
     '**bold** <script>window.pwned=1</script> <img src=x onerror="window.pwned=1"> '
     "[click](javascript:window.pwned=1) [site](https://example.com)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @asynccontextmanager

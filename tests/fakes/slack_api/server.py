@@ -312,7 +312,10 @@ class FakeSlack(SlashCommands, Uploads, WebApi):
             envelope.attempts += 1
             # Slack posts interactive payloads (block_actions) as a form field, events as JSON.
             form = envelope.kind == "interactive"
-            status, _ = await self.post_event(envelope.payload, retry_num=retry or None, form=form)
+            try:
+                status, _ = await self.post_event(envelope.payload, retry_num=retry or None, form=form)
+            except (aiohttp.ClientError, TimeoutError):
+                status = -1  # unacknowledged: Slack retries it
             envelope.acked = envelope.acked or status == 200
             return
         sockets = self._open_sockets()

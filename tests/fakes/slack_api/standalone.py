@@ -2,8 +2,8 @@
 ``talon run`` as users do.
 
     python -m tests.fakes.slack_api.standalone --port-file PATH \\
-        [--latency 0.05:0.2] [--fail-rate 0.02] [--redeliver-after 0] [--spread] [--seed 1] \\
-        [--max-seconds 600]
+        [--latency 0.05:0.2] [--fail-rate 0.02] [--redeliver-after 0] [--spread] [--events-url URL] \\
+        [--seed 1] [--max-seconds 600]
 
 Every Web API call, and every POST of a file's bytes to its upload URL, waits a random
 time in ``--latency`` before it is answered. A share ``--fail-rate`` of the calls that post
@@ -16,7 +16,8 @@ in the channel. (Slack's other 5xx and ``internal_error``
 may have posted; the connector treats them as ambiguous and never resends, so a test
 asserting that nothing is lost must not inject them.)
 
-Events go out over Socket Mode. With ``--redeliver-after S`` an envelope the app has not
+Events go out over Socket Mode, or with ``--events-url URL`` as signed HTTP requests to that
+Request URL (an answer other than 200, or none, leaves an event unacknowledged). With ``--redeliver-after S`` an envelope the app has not
 acknowledged within S seconds is delivered again, up to three times, as Slack does. With
 ``--spread`` envelopes go to the open connections in turn, as Slack spreads them over the
 connections of several nodes; without it, to the newest connection.
@@ -48,6 +49,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
 
 from tests.fakes.slack_api.model import Envelope, channel_type
@@ -173,6 +175,7 @@ def control_routes(fake: ChaoticSlack) -> list[web.RouteDef]:
                 "refused_calls": dict(fake.refused_calls),
                 "envelopes": len(envelopes),
                 "unacked": len(fake.unacked()),
+                "unacked_attempts": [e.attempts for e in fake.unacked()][:20],
                 "redelivered": fake.redelivered,
                 "connections": fake.connections,
             }
@@ -195,6 +198,9 @@ async def serve(args: argparse.Namespace) -> None:
         redeliver_after=args.redeliver_after,
     )
     fake.spread = args.spread
+    if args.events_url:
+        fake.events_url = args.events_url
+        fake._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))  # closed by __aexit__
     # The fake's own routes (as FakeSlack.__aenter__ lays them out) plus the control API.
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_routes(control_routes(fake))
@@ -250,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
         help="seconds before an unacked event is resent; 0: never",
     )
     parser.add_argument("--spread", action="store_true", help="deliver over every open connection in turn")
+    parser.add_argument("--events-url", help="deliver events as signed HTTP requests to this Request URL")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-seconds", type=float, default=600.0, help="exit after this long regardless")
     asyncio.run(serve(parser.parse_args(argv)))

@@ -20,7 +20,8 @@ a server that is still coming up does. The test drives the fake over HTTP under 
   "deleted"}, ...]}``: every bot message as it is now, with the texts its edits replaced.
 - ``GET /_fake/files`` answers ``[{"chat_id", "method", "name", "size", "sha256"}, ...]``: every
   uploaded file, in order.
-- ``GET /_fake/stats`` answers call counts per method, refusals and pending updates.
+- ``GET /_fake/stats`` answers call counts per method, refusals, pending updates and the
+  webhook's answers by HTTP status (-1: no answer).
 - ``POST /_fake/tap`` ``{"chat_id", "message_id", "label", "user_id"}`` taps an inline button;
   answers ``{"query_id"}``. ``GET /_fake/callbacks`` answers ``{"buttons": {"<chat>:<message>":
   [label, ...]}, "answers": {"<query_id>": text}}``.
@@ -144,6 +145,9 @@ def control_routes(fake: ChaoticTelegramAPI) -> list[web.RouteDef]:
                 "calls": dict(fake.method_calls),
                 "refused": {str(k): v for k, v in fake.refused.items()},
                 "pending_updates": len(fake.pending_update_ids()),
+                "webhook_answers": {
+                    str(k): n for k, n in Counter(s for _, s in fake.webhook_attempts).items()
+                },
             }
         )
 
