@@ -19,8 +19,7 @@ Sending
     ``TRANSIENT`` and only a failure after the request went out is ``AMBIGUOUS``.
 
 Working indicator
-    Bots cannot type in Slack, so the connector adds a reaction (``eyes``) to the message
-    that triggered the turn and removes it when the turn ends.
+    Bots cannot type in Slack: see :mod:`connectors.slack.working`.
 """
 
 from __future__ import annotations
@@ -67,6 +66,7 @@ from connectors.slack.memory import KeyedLocks, Recent
 from connectors.slack.receiver import EventReceiver, IntakeFailedError
 from connectors.slack.socket import DEFAULT_RECONNECT, ReconnectBackoff
 from connectors.slack.uploads import upload_file
+from connectors.slack.working import WorkingReactions
 from gateway.backoff import Backoff
 from gateway.config import SlackChannel
 
@@ -83,7 +83,6 @@ _BAD_TOKEN = frozenset(
         "not_allowed_token_type",
     }
 )
-_HARMLESS_REACTION_ERRORS = frozenset({"already_reacted", "no_reaction", "message_not_found"})
 
 
 class SlackConnector:
@@ -119,7 +118,6 @@ class SlackConnector:
         self._timeout = request_timeout
         self._ping_interval = ping_interval
         self._backoff = ReconnectBackoff(reconnect)
-        self._reaction = working_reaction
         self._api_root = (settings.api_base_url or DEFAULT_API_ROOT).rstrip("/")
         self._policy = ChannelPolicy.from_settings(settings)
         self._intake: IntakeHandler | None = None
@@ -136,11 +134,9 @@ class SlackConnector:
         self.team_id: str | None = None
         self._chat_locks: KeyedLocks[str] = KeyedLocks()
         self._committed: Recent[str, bool] = Recent(4096)
-        self._triggers: Recent[ThreadKey, str] = Recent(4096)
         self._bot_threads: Recent[tuple[str, str], bool] = Recent(4096)
         self._names: Recent[str, str] = Recent(1024)
-        self._working_locks: KeyedLocks[ThreadKey] = KeyedLocks()
-        self._reacted: dict[ThreadKey, str] = {}
+        self._working = WorkingReactions(lambda: self._web, working_reaction, self.name)
         self.pacer = SendPacer(PacingPolicy.from_settings(settings.pacing))  # shared out in a cluster
         self._commands = SlashCommands(
             channel=self.name,
@@ -346,7 +342,7 @@ class SlackConnector:
                 raise IntakeFailedError(msg.event_id) from exc
             self._committed.put(msg.event_id, True)
             if inbound.needs_reply:
-                self._triggers.put(inbound.thread_key, msg.ts)
+                self._working.triggered(inbound.thread_key, msg.ts)
                 self._commands.threads.addressed(inbound.thread_key, msg.sender)
 
     async def _inbound_event(self, msg: SlackMessage, body: dict[str, Any]) -> InboundEvent:
@@ -489,41 +485,7 @@ class SlackConnector:
 
     async def set_working(self, thread: ThreadKey, working: bool) -> None:
         """Add (or remove) the working reaction on the message that triggered the turn."""
-        try:
-            async with self._working_locks.hold(thread):
-                if working:
-                    await self._react(thread)
-                else:
-                    await self._unreact(thread)
-        except Exception as exc:
-            log.debug("working indicator failed: %s", type(exc).__name__, extra={"channel": self.name})
-
-    async def _react(self, thread: ThreadKey) -> None:
-        if self._web is None or thread in self._reacted:
-            return
-        # Only a message this process saw trigger the turn gets the reaction; without one
-        # (a scheduled run, a turn resumed after a restart) there is nothing sensible to mark.
-        ts = self._triggers.get(thread)
-        if ts is None:
-            return
-        self._reacted[thread] = ts
-        await self._reaction_call("reactions.add", thread.chat_id, ts)
-
-    async def _unreact(self, thread: ThreadKey) -> None:
-        ts = self._reacted.pop(thread, None)
-        if ts is None or self._web is None:
-            return
-        await self._reaction_call("reactions.remove", thread.chat_id, ts)
-
-    async def _reaction_call(self, method: str, channel: str, ts: str) -> None:
-        assert self._web is not None
-        try:
-            await self._web.api_call(
-                method, json={"channel": channel, "timestamp": ts, "name": self._reaction}
-            )
-        except SlackApiError as err:
-            if api_error_code(err) not in _HARMLESS_REACTION_ERRORS:
-                raise
+        await self._working.set_working(thread, working)
 
 
 def escape_mrkdwn(text: str) -> str:
