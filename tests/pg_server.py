@@ -4,6 +4,11 @@ a temporary directory, listening on 127.0.0.1 only, stopped when the test sessio
 Run as root, the server runs as the ``postgres`` user the Debian package creates (PostgreSQL
 refuses to run as root). Durability is off (``fsync``, ``synchronous_commit``): a test server
 loses nothing that matters when it stops, and the suite runs on two cores.
+
+The cluster lives in ``/dev/shm`` when that has room (:data:`SHM_NEEDED`): each new database
+is a copy of ``template1``, some 8 MB of files, and on this machine's disk a worker's few
+hundred took 0.1-0.3 s each to create and 12 s to remove at the end of the session, against
+0.04 s and 2 s in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 import psycopg
 
 USER = "talon"
+SHM_NEEDED = 4 << 30  # bytes free in /dev/shm for a worker's cluster to live there
 
 
 def pg_bin() -> Path | None:
@@ -35,14 +41,26 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _cluster_parent() -> str | None:
+    """Where the cluster's directory goes: ``/dev/shm`` when it has room, else the temp dir."""
+    try:
+        shm = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    free = shm.f_bavail * shm.f_frsize
+    return "/dev/shm" if free >= SHM_NEEDED and os.access("/dev/shm", os.W_OK) else None
+
+
 class PgServer:
-    """One running cluster; :meth:`new_database` gives each test an empty database."""
+    """One running cluster; :meth:`new_database` gives each test an empty database, and
+    :meth:`migrated_database` one with Talon's schema."""
 
     def __init__(self, bin_dir: Path, root: Path) -> None:
         self.bin_dir = bin_dir
         self.root = root
         self.port = _free_port()
         self._names = count(1)
+        self._migrated: str | None = None  # the template of migrated_database
 
     def _run(self, *argv: str) -> None:
         cmd = [str(self.bin_dir / argv[0]), *argv[1:]]
@@ -76,6 +94,24 @@ class PgServer:
             conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
 
+    def migrated_database(self) -> str:
+        """The URL of a new database with Talon's schema at the code's version: a copy of a
+        template this server migrated once (migrating each database took 0.1-0.3 s)."""
+        if self._migrated is None:
+            from gateway.store.pg_connection import connect
+            from gateway.store.postgres import apply_migrations
+
+            url = self.new_database()
+            conn = connect(url, application_name="talon-tests")
+            try:
+                apply_migrations(conn)
+            finally:
+                conn.close()
+            name = url.rsplit("/", 1)[1]
+            self.make_template(name)
+            self._migrated = name
+        return self.new_database(template=self._migrated)
+
     def make_template(self, name: str) -> None:
         """Close the database ``name`` to connections (autovacuum's too), so that copies of it
         need not wait for it to be left."""
@@ -96,7 +132,7 @@ def running_server() -> Iterator[PgServer | None]:
     if bin_dir is None:
         yield None
         return
-    root = Path(tempfile.mkdtemp(prefix="talon-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="talon-pg-", dir=_cluster_parent()))
     root.chmod(0o755)
     server = PgServer(bin_dir, root)
     try:

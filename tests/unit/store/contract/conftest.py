@@ -8,6 +8,7 @@ throwaway server (:mod:`tests.pg_server`; skipped with the reason when it is not
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Hashable
 from dataclasses import dataclass
@@ -117,8 +118,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         db = await open_database(tmp_path / "talon.db")
     else:
         server: PgServer = request.getfixturevalue("pg_server")
-        db = await open_postgres(server.new_database(), tmp_path)
+        url = await asyncio.to_thread(server.migrated_database)
+        db = await open_postgres(url, tmp_path)
     try:
         yield _backend(request.param, db)
     finally:
         await db.close()
+        if request.param == "postgresql":
+            await asyncio.to_thread(server.drop_database, url)  # the worker's cluster is in memory
