@@ -13,7 +13,7 @@ from tests.pg_server import PgServer, running_server
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     """A PostgreSQL server for this test worker, started on first use (tests.pg_server)."""
-    with running_server() as server:
+    with running_server(in_memory=True) as server:
         if server is None:
             pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
         yield server

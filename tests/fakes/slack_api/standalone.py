@@ -17,10 +17,11 @@ may have posted; the connector treats them as ambiguous and never resends, so a 
 asserting that nothing is lost must not inject them.)
 
 Events go out over Socket Mode, or with ``--events-url URL`` as signed HTTP requests to that
-Request URL (an answer other than 200, or none, leaves an event unacknowledged). With ``--redeliver-after S`` an envelope the app has not
-acknowledged within S seconds is delivered again, up to three times, as Slack does. With
-``--spread`` envelopes go to the open connections in turn, as Slack spreads them over the
-connections of several nodes; without it, to the newest connection.
+Request URL (an answer other than 200, or none, leaves an event unacknowledged). With
+``--redeliver-after S`` an envelope the app has not acknowledged within S seconds is
+delivered again, up to three times, as Slack does. With ``--spread`` envelopes go to the open
+connections in turn, as Slack spreads them over the connections of several nodes; without
+it, to the newest connection.
 
 The test drives the fake over HTTP under ``/_fake/``:
 

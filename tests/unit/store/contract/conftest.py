@@ -114,15 +114,16 @@ def _backend(name: str, db: Database) -> Backend:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    server: PgServer | None = None
     if request.param == "sqlite":
         db = await open_database(tmp_path / "talon.db")
     else:
-        server: PgServer = request.getfixturevalue("pg_server")
+        server = request.getfixturevalue("pg_server")
         url = await asyncio.to_thread(server.migrated_database)
         db = await open_postgres(url, tmp_path)
     try:
         yield _backend(request.param, db)
     finally:
         await db.close()
-        if request.param == "postgresql":
-            await asyncio.to_thread(server.drop_database, url)  # the worker's cluster is in memory
+        if server is not None:  # its cluster may be in memory (tests.pg_server): give the room back
+            await asyncio.to_thread(server.drop_database, url)
