@@ -5,7 +5,8 @@ and Slack send those requests again, often to the other node. The first node is 
 kill -9 mid-burst; the balancer then finds it refusing connections and sends everything to
 the second, which takes over the turns and sends the first left behind. Every message is
 stored once and every chat answered once, nothing is left in the outbox, and both nodes took
-requests and ran turns."""
+requests and ran turns. The nodes share one ``workspaces_dir``, and ``talon doctor`` on one
+of them finds both nodes' markers there."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from tests.deployed.support import (
     write_deployed_config,
 )
 from tests.deployed.test_telegram_burst import _burst, answered
-from tests.e2e.daemon import Daemon, talon_env
+from tests.e2e.daemon import Daemon, talon, talon_env
 from tests.fakes.slack_api.model import SIGNING_SECRET
 
 pytestmark = pytest.mark.timeout(300)
@@ -74,7 +75,13 @@ def _node(root: Path, name: str, fakes: dict[str, Any], ports: tuple[int, int]) 
         "node_id": name,
         "failover_seconds": FAILOVER,
     }
-    return write_deployed_config(root, model_url=fakes["model"].url, channels=channels, database=database)
+    return write_deployed_config(
+        root,
+        model_url=fakes["model"].url,
+        channels=channels,
+        database=database,
+        workspaces_dir=str(fakes["workspaces"]),  # one folder every node mounts, as docs/scaling.md asks
+    )
 
 
 def _questions() -> dict[str, dict[str, str]]:
@@ -148,12 +155,20 @@ async def test_two_nodes_behind_a_balancer_take_webhooks_and_http_events_once_ac
             ) as slack,
             fake_process("tests.fakes.model_api", tmp_path, "--kind", "openai", "--delay", "0.1") as model,
         ):
-            fakes = {"telegram": bot_api, "slack": slack, "balancer": balancer, "model": model}
+            fakes = {
+                "telegram": bot_api,
+                "slack": slack,
+                "balancer": balancer,
+                "model": model,
+                "workspaces": tmp_path / "shared-workspaces",
+            }
             configs = {name: _node(tmp_path / name, name, fakes, ports[name]) for name in NAMES}
             nodes = {name: Daemon(configs[name], env) for name in NAMES}
             async with nodes["n1"], nodes["n2"]:
                 await nodes["n1"].start(tmp_path / "n1" / "data", ready_timeout=60)  # it migrates
                 await nodes["n2"].start(tmp_path / "n2" / "data", ready_timeout=60)
+                _, doctor, _ = await talon("doctor", "--config", str(configs["n2"]), env=env)
+                assert "the same folder on all 2 live nodes" in doctor, doctor
 
                 await post_json(f"{bot_api.url}/_fake/inject", {"messages": _burst(CHATS, PER_CHAT)})
                 slack_burst_sent = asyncio.create_task(
