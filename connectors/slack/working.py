@@ -25,7 +25,7 @@ class WorkingReactions:
     without one (a scheduled run, a turn resumed after a restart) nothing is marked.
 
     Args:
-        web: the Web API client, or None before the connector started.
+        web: gives the Web API client (None before the connector started).
         reaction: the reaction's name.
         channel: the Talon channel's name, for log lines.
     """
