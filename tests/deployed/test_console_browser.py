@@ -10,12 +10,14 @@ as is one without the CSRF token; a stored ``<script>``, ``javascript:`` link an
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import yaml
+from playwright.async_api import expect
 
 from tests.console_seed import seed
 from tests.deployed.support import (
@@ -98,9 +100,9 @@ async def test_operators_use_the_console_in_a_real_browser(tmp_path: Path) -> No
 
                 # The overview: live over the event stream; retry the dead letter.
                 await admin.goto(f"{base}/")
-                await admin.wait_for_function(
-                    "document.getElementById('live').textContent.startsWith('live ·')"
-                )
+                # A locator assertion, not wait_for_function: a string predicate is
+                # re-evaluated with eval(), which the console's CSP rightly refuses.
+                await expect(admin.locator("#live")).to_have_text(re.compile(r"^live ·"))
                 row = admin.locator(f"#dead-letter-{seeded.dead_letter}")
                 await row.locator("button", has_text="Retry").click()
                 assert "retry done" in await admin.locator(".done").inner_text(), admin.url
